@@ -1,0 +1,16 @@
+// Run-time CPU feature detection: kernels compiled for AVX2 are only called when the CPU has it.
+#pragma once
+
+namespace strata::util {
+
+struct CpuFeatures {
+    bool avx2 = false;
+    bool fma = false;
+    bool f16c = false;
+    bool avx512f = false;
+};
+
+// Detected once; $STRATA_CPU=scalar forces the portable kernels (for tests and comparisons).
+const CpuFeatures& cpu_features();
+
+}  // namespace strata::util
