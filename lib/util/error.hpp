@@ -18,6 +18,7 @@ enum class Status : int {
     buffer_too_small = 6,  // caller buffer too small; the needed size was reported
     out_of_memory = 7,
     internal = 8,          // a bug in strata
+    type_mismatch = 9,     // a value exists but has another type
 };
 
 class Error : public std::runtime_error {

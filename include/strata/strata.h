@@ -1,0 +1,306 @@
+/*
+ * strata.h - the C ABI of strata, an inference library for IQ1_S GGUF models.
+ *
+ * This header is the only boundary host applications see. It is C99 and stable:
+ *  - Objects are opaque handles created and destroyed by the library; every *_free(NULL)
+ *    is a no-op.
+ *  - Every fallible call returns a strata_status (0 = STRATA_OK). On failure,
+ *    strata_last_error() returns a message for the calling thread that names what is wrong.
+ *    No exception, abort or exit() ever leaves the library.
+ *  - Parameter structs are passed by pointer, begin with `size_t struct_size`, and are
+ *    filled by a strata_*_default_params() function; fields are only ever appended, so a
+ *    program built against an older header keeps working.
+ *  - Buffer-filling calls report the size they need when the buffer is too small
+ *    (STRATA_ERR_BUFFER_TOO_SMALL plus the needed size).
+ *  - Strings returned as `const char*` are UTF-8, owned by the object they came from and
+ *    valid until it is freed. Metadata strings are returned with an explicit length: GGUF
+ *    strings are length-prefixed and may contain NUL bytes.
+ *
+ * Thread safety: a strata_model may be read from several threads at once; a strata_writer
+ * must be used by one thread at a time.
+ */
+#ifndef STRATA_H
+#define STRATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#if defined(STRATA_BUILDING_LIBRARY)
+#define STRATA_API __declspec(dllexport)
+#else
+#define STRATA_API __declspec(dllimport)
+#endif
+#else
+#define STRATA_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------
+ * Versions
+ * ------------------------------------------------------------------------------------- */
+
+#define STRATA_VERSION_MAJOR 0
+#define STRATA_VERSION_MINOR 1
+#define STRATA_VERSION_PATCH 0
+#define STRATA_VERSION_NUMBER (STRATA_VERSION_MAJOR * 1000000 + STRATA_VERSION_MINOR * 1000 + STRATA_VERSION_PATCH)
+/* Bumped whenever a change breaks binary compatibility (never for appended fields/functions). */
+#define STRATA_ABI_VERSION 1
+
+/* "0.1.0" */
+STRATA_API const char* strata_version(void);
+/* STRATA_VERSION_NUMBER of the library actually loaded. */
+STRATA_API int strata_version_number(void);
+/* STRATA_ABI_VERSION of the library actually loaded; compare with the header's. */
+STRATA_API int strata_abi_version(void);
+
+/* ---------------------------------------------------------------------------------------
+ * Status codes and errors
+ * ------------------------------------------------------------------------------------- */
+
+typedef int strata_status;
+enum {
+    STRATA_OK = 0,
+    STRATA_ERR_INVALID_ARGUMENT = 1, /* null pointer, bad size, bad index, struct_size too small */
+    STRATA_ERR_IO = 2,               /* the operating system refused: open, mmap, read, write */
+    STRATA_ERR_FORMAT = 3,           /* a file is malformed */
+    STRATA_ERR_UNSUPPORTED = 4,      /* well-formed but not supported: version, tensor type */
+    STRATA_ERR_NOT_FOUND = 5,        /* no such key, tensor or file */
+    STRATA_ERR_BUFFER_TOO_SMALL = 6, /* the needed size was written to the size out-parameter */
+    STRATA_ERR_OUT_OF_MEMORY = 7,
+    STRATA_ERR_INTERNAL = 8,         /* a bug in strata: please report it */
+    STRATA_ERR_TYPE_MISMATCH = 9     /* a metadata value exists but has another type */
+};
+
+/* The message of the last failed call on this thread ("" if none). Valid until the next
+ * strata call on this thread. */
+STRATA_API const char* strata_last_error(void);
+/* A fixed description of a status code ("invalid argument", ...). Never NULL. */
+STRATA_API const char* strata_status_string(strata_status status);
+
+/* ---------------------------------------------------------------------------------------
+ * Types of GGUF metadata values and of tensors
+ * ------------------------------------------------------------------------------------- */
+
+/* GGUF metadata value types (the numbers are the file format's). */
+typedef enum strata_value_type {
+    STRATA_VALUE_U8 = 0,
+    STRATA_VALUE_I8 = 1,
+    STRATA_VALUE_U16 = 2,
+    STRATA_VALUE_I16 = 3,
+    STRATA_VALUE_U32 = 4,
+    STRATA_VALUE_I32 = 5,
+    STRATA_VALUE_F32 = 6,
+    STRATA_VALUE_BOOL = 7,
+    STRATA_VALUE_STRING = 8,
+    STRATA_VALUE_ARRAY = 9,
+    STRATA_VALUE_U64 = 10,
+    STRATA_VALUE_I64 = 11,
+    STRATA_VALUE_F64 = 12
+} strata_value_type;
+
+/* Tensor types strata can decode (ggml type ids). Other ggml ids may appear in a file's
+ * tensor table; strata_tensor_type_name() names them, but reading them as float32 fails
+ * with STRATA_ERR_UNSUPPORTED. */
+typedef enum strata_tensor_type {
+    STRATA_TYPE_F32 = 0,
+    STRATA_TYPE_F16 = 1,
+    STRATA_TYPE_Q8_0 = 8,
+    STRATA_TYPE_Q8_K = 15,
+    STRATA_TYPE_IQ1_S = 19,
+    STRATA_TYPE_BF16 = 30
+} strata_tensor_type;
+
+/* "f32", "iq1_s", ... for any ggml type id; "unknown" for ids ggml does not define. */
+STRATA_API const char* strata_tensor_type_name(int type);
+/* 1 when strata can read (dequantize) and write (quantize) tensors of this type. */
+STRATA_API int strata_tensor_type_supported(int type);
+
+/* ---------------------------------------------------------------------------------------
+ * Models: one GGUF file or the shards of a split model, memory-mapped
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct strata_model strata_model;
+
+/* Called while hashing shards: `what` names the file, done/total count bytes. */
+typedef void (*strata_progress_fn)(const char* what, uint64_t done, uint64_t total, void* user_data);
+
+typedef struct strata_model_params {
+    size_t struct_size;          /* sizeof(strata_model_params) */
+    strata_progress_fn progress; /* NULL: no progress reports */
+    void* progress_user_data;
+    const char* digest_cache_dir; /* NULL: $STRATA_CACHE_DIR, else $XDG_CACHE_HOME/strata, else ~/.cache/strata */
+    int use_digest_cache;         /* 1 (default): reuse shard digests keyed by path, size and mtime */
+} strata_model_params;
+
+STRATA_API void strata_model_default_params(strata_model_params* params);
+
+/* Opens a model. Give one path (a single file, or the first shard NAME-00001-of-0000N.gguf,
+ * whose siblings are then found by name) or every shard explicitly. Every length, offset,
+ * count and type in the files is checked; tensor data past the end of a file is an error.
+ * params may be NULL (defaults). */
+STRATA_API strata_status strata_model_open(const char* const* paths, size_t n_paths,
+                                           const strata_model_params* params, strata_model** out_model);
+STRATA_API void strata_model_free(strata_model* model);
+
+/* GGUF version of the (first) file: 2 or 3. */
+STRATA_API strata_status strata_model_gguf_version(const strata_model* model, uint32_t* out_version);
+
+/* --- metadata (the first shard's key/value pairs, in file order) --- */
+
+STRATA_API strata_status strata_model_metadata_count(const strata_model* model, size_t* out_count);
+/* NUL-terminated key of entry `index`. */
+STRATA_API strata_status strata_model_metadata_key(const strata_model* model, size_t index, const char** out_key);
+/* The type of a value; for arrays also the element type and the element count (else
+ * *out_element_type = type and *out_count = 1). Output pointers may be NULL. */
+STRATA_API strata_status strata_model_metadata_type(const strata_model* model, const char* key,
+                                                    strata_value_type* out_type,
+                                                    strata_value_type* out_element_type, uint64_t* out_count);
+
+/* Scalar values. Integers of any width convert when the value fits, else
+ * STRATA_ERR_TYPE_MISMATCH; floats accept f32 and f64. */
+STRATA_API strata_status strata_model_metadata_int(const strata_model* model, const char* key, int64_t* out_value);
+STRATA_API strata_status strata_model_metadata_uint(const strata_model* model, const char* key, uint64_t* out_value);
+STRATA_API strata_status strata_model_metadata_float(const strata_model* model, const char* key, double* out_value);
+STRATA_API strata_status strata_model_metadata_bool(const strata_model* model, const char* key, int* out_value);
+/* Pointer into the model (not NUL-terminated) and its length in bytes. */
+STRATA_API strata_status strata_model_metadata_string(const strata_model* model, const char* key,
+                                                      const char** out_data, size_t* out_length);
+
+/* Elements of a one-level array, with the same conversions as the scalar calls. */
+STRATA_API strata_status strata_model_metadata_array_int(const strata_model* model, const char* key,
+                                                         uint64_t index, int64_t* out_value);
+STRATA_API strata_status strata_model_metadata_array_uint(const strata_model* model, const char* key,
+                                                          uint64_t index, uint64_t* out_value);
+STRATA_API strata_status strata_model_metadata_array_float(const strata_model* model, const char* key,
+                                                           uint64_t index, double* out_value);
+STRATA_API strata_status strata_model_metadata_array_bool(const strata_model* model, const char* key,
+                                                          uint64_t index, int* out_value);
+STRATA_API strata_status strata_model_metadata_array_string(const strata_model* model, const char* key,
+                                                            uint64_t index, const char** out_data,
+                                                            size_t* out_length);
+
+/* Any value (nested arrays included) as JSON text, NUL-terminated. Floats are written as the
+ * shortest decimal that reads back to the same bits; NaN and infinities as the strings
+ * "nan", "inf", "-inf". Writes at most `capacity` bytes; *out_needed (may be NULL) receives
+ * the size needed including the NUL. */
+STRATA_API strata_status strata_model_metadata_json(const strata_model* model, const char* key, char* buffer,
+                                                    size_t capacity, size_t* out_needed);
+
+/* --- tensors --- */
+
+typedef struct strata_tensor_info {
+    size_t struct_size;  /* set by the caller: sizeof(strata_tensor_info) */
+    const char* name;    /* NUL-terminated, owned by the model */
+    int type;            /* ggml type id (strata_tensor_type for supported types) */
+    uint32_t n_dims;     /* 1..4 */
+    int64_t ne[4];       /* elements per dimension, innermost first (ne[0] = row length); unused = 1 */
+    uint64_t n_elements;
+    uint64_t n_bytes;
+    uint32_t shard;      /* index into the model's shards */
+    uint64_t file_offset; /* byte offset of the tensor data in its shard file */
+} strata_tensor_info;
+
+STRATA_API strata_status strata_model_tensor_count(const strata_model* model, size_t* out_count);
+STRATA_API strata_status strata_model_tensor_info(const strata_model* model, size_t index,
+                                                  strata_tensor_info* out_info);
+/* STRATA_ERR_NOT_FOUND when no tensor has this name. */
+STRATA_API strata_status strata_model_find_tensor(const strata_model* model, const char* name, size_t* out_index);
+/* The tensor's bytes exactly as stored (memory-mapped, read-only, valid while the model lives). */
+STRATA_API strata_status strata_model_tensor_data(const strata_model* model, size_t index, const void** out_data,
+                                                  uint64_t* out_n_bytes);
+/* The tensor dequantized to float32 in row-major (ggml) order. `capacity` counts floats; when it
+ * is smaller than the tensor, nothing is written, *out_needed (may be NULL) receives the count
+ * and STRATA_ERR_BUFFER_TOO_SMALL is returned. */
+STRATA_API strata_status strata_model_tensor_read_f32(const strata_model* model, size_t index, float* buffer,
+                                                      uint64_t capacity, uint64_t* out_needed);
+
+/* --- shards and identity --- */
+
+typedef struct strata_shard_info {
+    size_t struct_size;   /* set by the caller: sizeof(strata_shard_info) */
+    const char* path;     /* as opened */
+    uint64_t size;        /* bytes */
+    uint32_t gguf_version;
+    uint32_t alignment;
+    uint64_t data_offset; /* start of the tensor data section */
+    uint64_t n_tensors;
+    uint64_t n_metadata;
+} strata_shard_info;
+
+STRATA_API strata_status strata_model_shard_count(const strata_model* model, size_t* out_count);
+STRATA_API strata_status strata_model_shard_info(const strata_model* model, size_t index,
+                                                 strata_shard_info* out_info);
+/* sha256 of a whole shard file as 64 lowercase hex digits plus NUL (hex must hold 65 bytes).
+ * Streams the file (progress reported through the model params) and caches the digest
+ * keyed by path, size and modification time, so a large shard is hashed once. */
+STRATA_API strata_status strata_model_shard_sha256(strata_model* model, size_t index, char* hex);
+/* The model identity: sha256 over the metadata (without split.* keys), the tensor table and
+ * every shard's digest, as 64 hex digits plus NUL. Hashes the shards if not yet done. */
+STRATA_API strata_status strata_model_identity(strata_model* model, char* hex);
+
+/* ---------------------------------------------------------------------------------------
+ * Writers: build a GGUF file (optionally split into shards) for tools and tests
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct strata_writer strata_writer;
+
+STRATA_API strata_status strata_writer_create(strata_writer** out_writer);
+STRATA_API void strata_writer_free(strata_writer* writer);
+
+/* Metadata, kept in insertion order. Setting an existing key is an error. Integers are range-
+ * checked against `type` (one of the integer strata_value_type values). general.alignment
+ * (u32, power of two) sets the alignment the file is padded to. */
+STRATA_API strata_status strata_writer_set_int(strata_writer* writer, const char* key, strata_value_type type,
+                                               int64_t value);
+STRATA_API strata_status strata_writer_set_uint(strata_writer* writer, const char* key, strata_value_type type,
+                                                uint64_t value);
+/* type: STRATA_VALUE_F32 (rounded to nearest) or STRATA_VALUE_F64. */
+STRATA_API strata_status strata_writer_set_float(strata_writer* writer, const char* key, strata_value_type type,
+                                                 double value);
+STRATA_API strata_status strata_writer_set_bool(strata_writer* writer, const char* key, int value);
+STRATA_API strata_status strata_writer_set_string(strata_writer* writer, const char* key, const char* data,
+                                                  size_t length);
+/* An array of `count` numbers or booleans, packed as the file stores them (little-endian
+ * elements of element_type; bool = one byte 0/1). */
+STRATA_API strata_status strata_writer_set_array(strata_writer* writer, const char* key,
+                                                 strata_value_type element_type, const void* data, uint64_t count);
+/* An array of strings; lengths may be NULL for NUL-terminated strings. */
+STRATA_API strata_status strata_writer_set_string_array(strata_writer* writer, const char* key,
+                                                        const char* const* strings, const size_t* lengths,
+                                                        uint64_t count);
+
+/* A tensor from float32 values (ne[0] * ... * ne[n_dims-1] of them, row-major), converted to
+ * `type`. For STRATA_TYPE_IQ1_S the quantizer weighs errors by `imatrix` (ne[0] importance
+ * weights, one per column) or uses uniform weights when imatrix is NULL. */
+STRATA_API strata_status strata_writer_add_tensor_f32(strata_writer* writer, const char* name, int type,
+                                                      uint32_t n_dims, const int64_t* ne, const float* data,
+                                                      const float* imatrix);
+/* A tensor from bytes already in the file format of `type` (any ggml type id with a known
+ * block layout); n_bytes must equal the size the shape implies. */
+STRATA_API strata_status strata_writer_add_tensor_raw(strata_writer* writer, const char* name, int type,
+                                                      uint32_t n_dims, const int64_t* ne, const void* data,
+                                                      uint64_t n_bytes);
+
+typedef struct strata_write_params {
+    size_t struct_size; /* sizeof(strata_write_params) */
+    uint32_t n_shards;  /* 1 (default): one file; N > 1: PATH-0000i-of-0000N.gguf as llama.cpp splits */
+} strata_write_params;
+
+STRATA_API void strata_write_default_params(strata_write_params* params);
+
+/* Writes the file(s). With n_shards > 1, `path` names the model ("dir/name.gguf" gives
+ * "dir/name-00001-of-00003.gguf", ...). Each file is written to a temporary name and renamed
+ * into place. *out_n_written (may be NULL) receives the number of files written. The writer
+ * stays usable (it can write again). params may be NULL (defaults). */
+STRATA_API strata_status strata_writer_write(strata_writer* writer, const char* path,
+                                             const strata_write_params* params, uint32_t* out_n_written);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* STRATA_H */
