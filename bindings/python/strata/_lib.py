@@ -1,0 +1,218 @@
+"""Finding and loading libstrata.so, and the ctypes prototypes of every strata.h function."""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from pathlib import Path
+from typing import Optional
+
+from .errors import AbiMismatch, LibraryError, LibraryNotFound, StrataError
+
+#: STRATA_ABI_VERSION of the strata.h these bindings follow.
+ABI_VERSION = 1
+
+c_status = ctypes.c_int
+c_size_p = ctypes.POINTER(ctypes.c_size_t)
+c_u64_p = ctypes.POINTER(ctypes.c_uint64)
+c_i64_p = ctypes.POINTER(ctypes.c_int64)
+c_int_p = ctypes.POINTER(ctypes.c_int)
+c_char_pp = ctypes.POINTER(ctypes.c_char_p)
+c_voidp_p = ctypes.POINTER(ctypes.c_void_p)
+
+PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p)
+
+
+class ModelParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("progress", PROGRESS_FN),
+        ("progress_user_data", ctypes.c_void_p),
+        ("digest_cache_dir", ctypes.c_char_p),
+        ("use_digest_cache", ctypes.c_int),
+    ]
+
+
+class TensorInfoC(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("name", ctypes.c_char_p),
+        ("type", ctypes.c_int),
+        ("n_dims", ctypes.c_uint32),
+        ("ne", ctypes.c_int64 * 4),
+        ("n_elements", ctypes.c_uint64),
+        ("n_bytes", ctypes.c_uint64),
+        ("shard", ctypes.c_uint32),
+        ("file_offset", ctypes.c_uint64),
+    ]
+
+
+class ShardInfoC(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("path", ctypes.c_char_p),
+        ("size", ctypes.c_uint64),
+        ("gguf_version", ctypes.c_uint32),
+        ("alignment", ctypes.c_uint32),
+        ("data_offset", ctypes.c_uint64),
+        ("n_tensors", ctypes.c_uint64),
+        ("n_metadata", ctypes.c_uint64),
+    ]
+
+
+class WriteParams(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("n_shards", ctypes.c_uint32)]
+
+
+_vp = ctypes.c_void_p
+_cp = ctypes.c_char_p
+_vt = ctypes.c_int  # strata_value_type (a C enum: int-sized)
+_vt_p = ctypes.POINTER(ctypes.c_int)
+
+# name: (restype, argtypes)
+PROTOTYPES = {
+    "strata_version": (_cp, []),
+    "strata_version_number": (ctypes.c_int, []),
+    "strata_abi_version": (ctypes.c_int, []),
+    "strata_last_error": (_cp, []),
+    "strata_status_string": (_cp, [c_status]),
+    "strata_tensor_type_name": (_cp, [ctypes.c_int]),
+    "strata_tensor_type_supported": (ctypes.c_int, [ctypes.c_int]),
+    "strata_model_default_params": (None, [ctypes.POINTER(ModelParams)]),
+    "strata_model_open": (c_status, [c_char_pp, ctypes.c_size_t, ctypes.POINTER(ModelParams), c_voidp_p]),
+    "strata_model_free": (None, [_vp]),
+    "strata_model_gguf_version": (c_status, [_vp, ctypes.POINTER(ctypes.c_uint32)]),
+    "strata_model_metadata_count": (c_status, [_vp, c_size_p]),
+    "strata_model_metadata_key": (c_status, [_vp, ctypes.c_size_t, c_char_pp]),
+    "strata_model_metadata_type": (c_status, [_vp, _cp, _vt_p, _vt_p, c_u64_p]),
+    "strata_model_metadata_int": (c_status, [_vp, _cp, c_i64_p]),
+    "strata_model_metadata_uint": (c_status, [_vp, _cp, c_u64_p]),
+    "strata_model_metadata_float": (c_status, [_vp, _cp, ctypes.POINTER(ctypes.c_double)]),
+    "strata_model_metadata_bool": (c_status, [_vp, _cp, c_int_p]),
+    "strata_model_metadata_string": (c_status, [_vp, _cp, c_voidp_p, c_size_p]),
+    "strata_model_metadata_array_int": (c_status, [_vp, _cp, ctypes.c_uint64, c_i64_p]),
+    "strata_model_metadata_array_uint": (c_status, [_vp, _cp, ctypes.c_uint64, c_u64_p]),
+    "strata_model_metadata_array_float": (c_status, [_vp, _cp, ctypes.c_uint64, ctypes.POINTER(ctypes.c_double)]),
+    "strata_model_metadata_array_bool": (c_status, [_vp, _cp, ctypes.c_uint64, c_int_p]),
+    "strata_model_metadata_array_string": (c_status, [_vp, _cp, ctypes.c_uint64, c_voidp_p, c_size_p]),
+    "strata_model_metadata_json": (c_status, [_vp, _cp, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_model_tensor_count": (c_status, [_vp, c_size_p]),
+    "strata_model_tensor_info": (c_status, [_vp, ctypes.c_size_t, ctypes.POINTER(TensorInfoC)]),
+    "strata_model_find_tensor": (c_status, [_vp, _cp, c_size_p]),
+    "strata_model_tensor_data": (c_status, [_vp, ctypes.c_size_t, c_voidp_p, c_u64_p]),
+    "strata_model_tensor_read_f32": (c_status, [_vp, ctypes.c_size_t, _vp, ctypes.c_uint64, c_u64_p]),
+    "strata_model_shard_count": (c_status, [_vp, c_size_p]),
+    "strata_model_shard_info": (c_status, [_vp, ctypes.c_size_t, ctypes.POINTER(ShardInfoC)]),
+    "strata_model_shard_sha256": (c_status, [_vp, ctypes.c_size_t, _vp]),
+    "strata_model_identity": (c_status, [_vp, _vp]),
+    "strata_writer_create": (c_status, [c_voidp_p]),
+    "strata_writer_free": (None, [_vp]),
+    "strata_writer_set_int": (c_status, [_vp, _cp, _vt, ctypes.c_int64]),
+    "strata_writer_set_uint": (c_status, [_vp, _cp, _vt, ctypes.c_uint64]),
+    "strata_writer_set_float": (c_status, [_vp, _cp, _vt, ctypes.c_double]),
+    "strata_writer_set_bool": (c_status, [_vp, _cp, ctypes.c_int]),
+    "strata_writer_set_string": (c_status, [_vp, _cp, _vp, ctypes.c_size_t]),
+    "strata_writer_set_array": (c_status, [_vp, _cp, _vt, _vp, ctypes.c_uint64]),
+    "strata_writer_set_string_array": (c_status, [_vp, _cp, _vp, _vp, ctypes.c_uint64]),
+    "strata_writer_add_tensor_f32": (c_status, [_vp, _cp, ctypes.c_int, ctypes.c_uint32, c_i64_p, _vp, _vp]),
+    "strata_writer_add_tensor_raw": (c_status, [_vp, _cp, ctypes.c_int, ctypes.c_uint32, c_i64_p, _vp, ctypes.c_uint64]),
+    "strata_write_default_params": (None, [ctypes.POINTER(WriteParams)]),
+    "strata_writer_write": (c_status, [_vp, _cp, ctypes.POINTER(WriteParams), ctypes.POINTER(ctypes.c_uint32)]),
+}
+
+_LIB_NAME = "libstrata.so"
+
+
+def _source_root() -> Optional[Path]:
+    """The repository root when the package runs from a source tree (bindings/python/strata)."""
+    root = Path(__file__).resolve().parent.parent.parent.parent
+    return root if (root / "include" / "strata" / "strata.h").is_file() else None
+
+
+def candidate_paths() -> list[str]:
+    """Where the loader looks, in order (without $STRATA_LIBRARY, which overrides all of them)."""
+    out: list[str] = []
+    root = _source_root()
+    if root is not None:
+        default = root / "build" / "lib" / _LIB_NAME
+        out.append(str(default))
+        for p in sorted(root.glob("build*/lib/" + _LIB_NAME)):
+            if str(p) not in out:
+                out.append(str(p))
+    found = ctypes.util.find_library("strata")
+    if found:
+        out.append(found)
+    out.append(_LIB_NAME + ".0")
+    return out
+
+
+def _declare(lib: ctypes.CDLL, where: str) -> None:
+    missing = [name for name in PROTOTYPES if not hasattr(lib, name)]
+    if missing:
+        raise LibraryError(f"{where} lacks {len(missing)} strata.h function(s): {', '.join(missing)}")
+    for name, (restype, argtypes) in PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    abi = lib.strata_abi_version()
+    if abi != ABI_VERSION:
+        raise AbiMismatch(f"{where} has ABI version {abi}; these bindings need {ABI_VERSION}")
+
+
+def load_library(path: Optional[str] = None) -> ctypes.CDLL:
+    """Load libstrata.so (see the package docstring for the search order) and declare prototypes."""
+    tried: list[str] = []
+    if path is None:
+        path = os.environ.get("STRATA_LIBRARY") or None
+        if path is not None:
+            tried_from = "$STRATA_LIBRARY"
+        else:
+            tried_from = None
+    else:
+        tried_from = "argument"
+    if path is not None:
+        candidates = [path]
+    else:
+        candidates = candidate_paths()
+    for cand in candidates:
+        is_file_path = os.sep in cand
+        if is_file_path and not os.path.exists(cand):
+            tried.append(f"{cand} (no such file)")
+            continue
+        try:
+            lib = ctypes.CDLL(cand)
+        except OSError as e:
+            tried.append(f"{cand} ({e})")
+            continue
+        _declare(lib, cand)
+        return lib
+    origin = f" (from {tried_from})" if tried_from else ""
+    raise LibraryNotFound(
+        f"libstrata.so not found{origin}; tried:\n  " + "\n  ".join(tried)
+        + "\nSet STRATA_LIBRARY to the path of libstrata.so or build it (cmake --build build).")
+
+
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded library (loaded on first use)."""
+    global _lib
+    if _lib is None:
+        with _lock:
+            if _lib is None:
+                _lib = load_library()
+    return _lib
+
+
+def last_error() -> str:
+    msg = lib().strata_last_error()
+    return msg.decode("utf-8", "replace") if msg else ""
+
+
+def check(status: int) -> None:
+    """Raise StrataError with strata_last_error()'s message when status is not 0."""
+    if status != 0:
+        raise StrataError(status, last_error())
