@@ -103,6 +103,8 @@ public:
 private:
     ModelFile();
     struct Impl;
+    // Merges shards given in split.no order, checking their consistency.
+    static std::unique_ptr<ModelFile> assemble(std::vector<std::unique_ptr<detail::ParsedFile>> files);
     std::unique_ptr<Impl> impl_;
 };
 
