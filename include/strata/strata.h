@@ -238,8 +238,10 @@ STRATA_API strata_status strata_model_shard_info(const strata_model* model, size
  * Streams the file (progress reported through the model params) and caches the digest
  * keyed by path, size and modification time, so a large shard is hashed once. */
 STRATA_API strata_status strata_model_shard_sha256(strata_model* model, size_t index, char* hex);
-/* The model identity: sha256 over the metadata (without split.* keys), the tensor table and
- * every shard's digest, as 64 hex digits plus NUL. Hashes the shards if not yet done. */
+/* The model identity: sha256 over the metadata, the tensor table and every shard's digest,
+ * as 64 hex digits plus NUL (the exact serialization is documented in lib/gguf/digest.hpp).
+ * Hashes the shards if not yet done. The shard digests pin every byte, so a split model and
+ * its unsplit form have different identities. */
 STRATA_API strata_status strata_model_identity(strata_model* model, char* hex);
 
 /* ---------------------------------------------------------------------------------------

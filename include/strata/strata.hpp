@@ -1,0 +1,344 @@
+// strata.hpp - header-only C++17 API over the C ABI in strata.h.
+//
+// RAII classes that own strata handles and throw strata::error (carrying the status code and
+// the library's message) where the C calls return a status. Nothing here is compiled into
+// libstrata: a program using this header links only against the stable C ABI.
+#ifndef STRATA_HPP
+#define STRATA_HPP
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "strata.h"
+
+namespace strata {
+
+class error : public std::runtime_error {
+public:
+    error(strata_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
+    strata_status status() const noexcept { return status_; }
+    const char* status_name() const noexcept { return strata_status_string(status_); }
+
+private:
+    strata_status status_;
+};
+
+namespace detail {
+inline void check(strata_status status) {
+    if (status != STRATA_OK) throw error(status, strata_last_error());
+}
+}  // namespace detail
+
+inline std::string version() { return strata_version(); }
+inline std::string tensor_type_name(int type) { return strata_tensor_type_name(type); }
+
+struct tensor_info {
+    std::string name;
+    int type = 0;
+    std::vector<int64_t> shape;  // innermost first, as GGUF stores it (shape[0] = row length)
+    uint64_t n_elements = 0;
+    uint64_t n_bytes = 0;
+    uint32_t shard = 0;
+    uint64_t file_offset = 0;
+    std::string type_name() const { return strata_tensor_type_name(type); }
+};
+
+struct shard_info {
+    std::string path;
+    uint64_t size = 0;
+    uint32_t gguf_version = 0;
+    uint32_t alignment = 0;
+    uint64_t data_offset = 0;
+    uint64_t n_tensors = 0;
+    uint64_t n_metadata = 0;
+};
+
+struct metadata_type {
+    strata_value_type type;
+    strata_value_type element_type;  // == type for scalars
+    uint64_t count;                  // elements of an array, 1 for scalars
+};
+
+struct model_params {
+    strata_progress_fn progress = nullptr;  // called while shards are hashed
+    void* progress_user_data = nullptr;
+    std::optional<std::string> digest_cache_dir;  // unset: the library's default cache directory
+    bool use_digest_cache = true;
+};
+
+// A GGUF model (one file or the shards of a split model), memory-mapped. Movable, not copyable.
+class model {
+public:
+    using params = model_params;
+
+    explicit model(const std::vector<std::string>& paths, const params& p = params()) {
+        std::vector<const char*> c_paths;
+        c_paths.reserve(paths.size());
+        for (const auto& path : paths) c_paths.push_back(path.c_str());
+        strata_model_params c_params;
+        strata_model_default_params(&c_params);
+        c_params.progress = p.progress;
+        c_params.progress_user_data = p.progress_user_data;
+        c_params.digest_cache_dir = p.digest_cache_dir ? p.digest_cache_dir->c_str() : nullptr;
+        c_params.use_digest_cache = p.use_digest_cache ? 1 : 0;
+        detail::check(strata_model_open(c_paths.data(), c_paths.size(), &c_params, &handle_));
+    }
+    explicit model(const std::string& path, const params& p = params()) : model(std::vector<std::string>{path}, p) {}
+
+    model(model&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    model& operator=(model&& other) noexcept {
+        if (this != &other) {
+            strata_model_free(handle_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    model(const model&) = delete;
+    model& operator=(const model&) = delete;
+    ~model() { strata_model_free(handle_); }
+
+    strata_model* get() const noexcept { return handle_; }
+
+    uint32_t gguf_version() const {
+        uint32_t v = 0;
+        detail::check(strata_model_gguf_version(handle_, &v));
+        return v;
+    }
+
+    // --- metadata ---
+    size_t metadata_count() const {
+        size_t n = 0;
+        detail::check(strata_model_metadata_count(handle_, &n));
+        return n;
+    }
+    std::string metadata_key(size_t index) const {
+        const char* key = nullptr;
+        detail::check(strata_model_metadata_key(handle_, index, &key));
+        return key;
+    }
+    std::vector<std::string> metadata_keys() const {
+        std::vector<std::string> keys;
+        for (size_t i = 0, n = metadata_count(); i < n; ++i) keys.push_back(metadata_key(i));
+        return keys;
+    }
+    bool has_key(const std::string& key) const {
+        strata_status s = strata_model_metadata_type(handle_, key.c_str(), nullptr, nullptr, nullptr);
+        if (s == STRATA_ERR_NOT_FOUND) return false;
+        detail::check(s);
+        return true;
+    }
+    metadata_type type_of(const std::string& key) const {
+        metadata_type t{};
+        detail::check(strata_model_metadata_type(handle_, key.c_str(), &t.type, &t.element_type, &t.count));
+        return t;
+    }
+    int64_t get_int(const std::string& key) const {
+        int64_t v = 0;
+        detail::check(strata_model_metadata_int(handle_, key.c_str(), &v));
+        return v;
+    }
+    uint64_t get_uint(const std::string& key) const {
+        uint64_t v = 0;
+        detail::check(strata_model_metadata_uint(handle_, key.c_str(), &v));
+        return v;
+    }
+    double get_float(const std::string& key) const {
+        double v = 0;
+        detail::check(strata_model_metadata_float(handle_, key.c_str(), &v));
+        return v;
+    }
+    bool get_bool(const std::string& key) const {
+        int v = 0;
+        detail::check(strata_model_metadata_bool(handle_, key.c_str(), &v));
+        return v != 0;
+    }
+    std::string_view get_string(const std::string& key) const {
+        const char* data = nullptr;
+        size_t length = 0;
+        detail::check(strata_model_metadata_string(handle_, key.c_str(), &data, &length));
+        return {data, length};
+    }
+    std::string_view get_array_string(const std::string& key, uint64_t index) const {
+        const char* data = nullptr;
+        size_t length = 0;
+        detail::check(strata_model_metadata_array_string(handle_, key.c_str(), index, &data, &length));
+        return {data, length};
+    }
+    int64_t get_array_int(const std::string& key, uint64_t index) const {
+        int64_t v = 0;
+        detail::check(strata_model_metadata_array_int(handle_, key.c_str(), index, &v));
+        return v;
+    }
+    double get_array_float(const std::string& key, uint64_t index) const {
+        double v = 0;
+        detail::check(strata_model_metadata_array_float(handle_, key.c_str(), index, &v));
+        return v;
+    }
+    // Any value as JSON (nested arrays included).
+    std::string metadata_json(const std::string& key) const {
+        size_t needed = 0;
+        strata_status s = strata_model_metadata_json(handle_, key.c_str(), nullptr, 0, &needed);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::string text(needed, '\0');
+        detail::check(strata_model_metadata_json(handle_, key.c_str(), text.data(), text.size(), &needed));
+        text.resize(needed - 1);
+        return text;
+    }
+
+    // --- tensors ---
+    size_t tensor_count() const {
+        size_t n = 0;
+        detail::check(strata_model_tensor_count(handle_, &n));
+        return n;
+    }
+    tensor_info tensor(size_t index) const {
+        strata_tensor_info c{};
+        c.struct_size = sizeof c;
+        detail::check(strata_model_tensor_info(handle_, index, &c));
+        tensor_info t;
+        t.name = c.name;
+        t.type = c.type;
+        t.shape.assign(c.ne, c.ne + c.n_dims);
+        t.n_elements = c.n_elements;
+        t.n_bytes = c.n_bytes;
+        t.shard = c.shard;
+        t.file_offset = c.file_offset;
+        return t;
+    }
+    std::vector<tensor_info> tensors() const {
+        std::vector<tensor_info> all;
+        for (size_t i = 0, n = tensor_count(); i < n; ++i) all.push_back(tensor(i));
+        return all;
+    }
+    size_t find_tensor(const std::string& name) const {
+        size_t index = 0;
+        detail::check(strata_model_find_tensor(handle_, name.c_str(), &index));
+        return index;
+    }
+    std::pair<const void*, uint64_t> tensor_data(size_t index) const {
+        const void* data = nullptr;
+        uint64_t n = 0;
+        detail::check(strata_model_tensor_data(handle_, index, &data, &n));
+        return {data, n};
+    }
+    std::vector<float> read_f32(size_t index) const {
+        uint64_t needed = 0;
+        strata_status s = strata_model_tensor_read_f32(handle_, index, nullptr, 0, &needed);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::vector<float> values(static_cast<size_t>(needed));
+        detail::check(strata_model_tensor_read_f32(handle_, index, values.data(), needed, &needed));
+        return values;
+    }
+
+    // --- shards and identity ---
+    size_t shard_count() const {
+        size_t n = 0;
+        detail::check(strata_model_shard_count(handle_, &n));
+        return n;
+    }
+    shard_info shard(size_t index) const {
+        strata_shard_info c{};
+        c.struct_size = sizeof c;
+        detail::check(strata_model_shard_info(handle_, index, &c));
+        return {c.path, c.size, c.gguf_version, c.alignment, c.data_offset, c.n_tensors, c.n_metadata};
+    }
+    std::string shard_sha256(size_t index) {
+        char hex[65];
+        detail::check(strata_model_shard_sha256(handle_, index, hex));
+        return hex;
+    }
+    std::string identity() {
+        char hex[65];
+        detail::check(strata_model_identity(handle_, hex));
+        return hex;
+    }
+
+private:
+    strata_model* handle_ = nullptr;
+};
+
+// Builds a GGUF file (or split shards). Movable, not copyable.
+class writer {
+public:
+    writer() { detail::check(strata_writer_create(&handle_)); }
+    writer(writer&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    writer& operator=(writer&& other) noexcept {
+        if (this != &other) {
+            strata_writer_free(handle_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    writer(const writer&) = delete;
+    writer& operator=(const writer&) = delete;
+    ~writer() { strata_writer_free(handle_); }
+
+    writer& set_int(const std::string& key, strata_value_type type, int64_t value) {
+        detail::check(strata_writer_set_int(handle_, key.c_str(), type, value));
+        return *this;
+    }
+    writer& set_uint(const std::string& key, strata_value_type type, uint64_t value) {
+        detail::check(strata_writer_set_uint(handle_, key.c_str(), type, value));
+        return *this;
+    }
+    writer& set_float(const std::string& key, strata_value_type type, double value) {
+        detail::check(strata_writer_set_float(handle_, key.c_str(), type, value));
+        return *this;
+    }
+    writer& set_bool(const std::string& key, bool value) {
+        detail::check(strata_writer_set_bool(handle_, key.c_str(), value ? 1 : 0));
+        return *this;
+    }
+    writer& set_string(const std::string& key, std::string_view value) {
+        detail::check(strata_writer_set_string(handle_, key.c_str(), value.data(), value.size()));
+        return *this;
+    }
+    writer& set_array(const std::string& key, strata_value_type element_type, const void* data, uint64_t count) {
+        detail::check(strata_writer_set_array(handle_, key.c_str(), element_type, data, count));
+        return *this;
+    }
+    writer& set_string_array(const std::string& key, const std::vector<std::string>& values) {
+        std::vector<const char*> data;
+        std::vector<size_t> lengths;
+        for (const auto& v : values) {
+            data.push_back(v.data());
+            lengths.push_back(v.size());
+        }
+        detail::check(strata_writer_set_string_array(handle_, key.c_str(), data.data(), lengths.data(), data.size()));
+        return *this;
+    }
+    // shape innermost first (shape[0] = row length); data row-major, shape product floats.
+    writer& add_tensor(const std::string& name, int type, const std::vector<int64_t>& shape, const float* data,
+                       const float* imatrix = nullptr) {
+        detail::check(strata_writer_add_tensor_f32(handle_, name.c_str(), type, uint32_t(shape.size()), shape.data(),
+                                                   data, imatrix));
+        return *this;
+    }
+    writer& add_tensor_raw(const std::string& name, int type, const std::vector<int64_t>& shape, const void* data,
+                           uint64_t n_bytes) {
+        detail::check(strata_writer_add_tensor_raw(handle_, name.c_str(), type, uint32_t(shape.size()), shape.data(),
+                                                   data, n_bytes));
+        return *this;
+    }
+    // Returns the number of files written (n_shards).
+    uint32_t write(const std::string& path, uint32_t n_shards = 1) {
+        strata_write_params p;
+        strata_write_default_params(&p);
+        p.n_shards = n_shards;
+        uint32_t written = 0;
+        detail::check(strata_writer_write(handle_, path.c_str(), &p, &written));
+        return written;
+    }
+
+private:
+    strata_writer* handle_ = nullptr;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_HPP

@@ -1,0 +1,54 @@
+// The ABI boundary: every exported function body runs inside STRATA_API_BEGIN/END, which turns
+// any exception into a strata_status and the thread-local message behind strata_last_error().
+#pragma once
+
+#include <new>
+#include <string>
+
+#include "strata/strata.h"
+#include "util/error.hpp"
+
+namespace strata::capi {
+
+// Records the message of the failing call on this thread and returns its status.
+strata_status set_error(strata_status status, const std::string& message);
+void clear_error();
+
+// Throws invalid_argument naming the parameter when p is null.
+template <typename T>
+T* require(T* p, const char* what) {
+    if (!p) fail(Status::invalid_argument, std::string(what) + " must not be NULL");
+    return p;
+}
+
+// struct_size must cover the fields this library version reads (older, smaller structs are
+// refused rather than read past their end).
+template <typename Struct>
+void require_struct(const Struct* s, size_t min_size, const char* what) {
+    require(s, what);
+    if (s->struct_size < min_size)
+        fail(Status::invalid_argument, std::string(what) + "->struct_size is " + std::to_string(s->struct_size) +
+                                           ", expected at least " + std::to_string(min_size) +
+                                           " (set it to sizeof the struct)");
+}
+
+}  // namespace strata::capi
+
+#define STRATA_API_BEGIN \
+    try {                \
+        ::strata::capi::clear_error();
+#define STRATA_API_END                                                                               \
+    return STRATA_OK;                                                                                \
+    }                                                                                                \
+    catch (const ::strata::Error& e) {                                                               \
+        return ::strata::capi::set_error(static_cast<strata_status>(e.status()), e.what());          \
+    }                                                                                                \
+    catch (const std::bad_alloc&) {                                                                  \
+        return ::strata::capi::set_error(STRATA_ERR_OUT_OF_MEMORY, "out of memory");                 \
+    }                                                                                                \
+    catch (const std::exception& e) {                                                                \
+        return ::strata::capi::set_error(STRATA_ERR_INTERNAL, std::string("internal error: ") + e.what()); \
+    }                                                                                                \
+    catch (...) {                                                                                    \
+        return ::strata::capi::set_error(STRATA_ERR_INTERNAL, "internal error: unknown exception");  \
+    }

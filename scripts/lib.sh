@@ -1,0 +1,47 @@
+# Shared by the set-up scripts: install what is missing, create the Python environment.
+# Sourced, not run.
+
+STRATA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STRATA_VENV="${STRATA_VENV:-$STRATA_ROOT/.venv}"
+
+log() { printf '\033[1m[strata]\033[0m %s\n' "$*"; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Debian packages the build needs; installs only the missing ones.
+ensure_packages() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    log "installing Debian packages: ${missing[*]}"
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+ensure_build_packages() {
+  ensure_packages cmake ninja-build g++ make pkg-config libboost-dev doctest-dev libssl-dev nlohmann-json3-dev
+}
+
+# A virtual environment with the pinned Python test dependencies (pytest, numpy, gguf).
+ensure_venv() {
+  if ! command -v python3 >/dev/null; then ensure_packages python3 python3-venv; fi
+  if [ ! -x "$STRATA_VENV/bin/python" ]; then
+    log "creating Python environment $STRATA_VENV"
+    python3 -m venv "$STRATA_VENV" 2>/dev/null || { ensure_packages python3-venv; python3 -m venv "$STRATA_VENV"; }
+  fi
+  local req="$STRATA_ROOT/tests/python/requirements.txt"
+  local stamp="$STRATA_VENV/.strata-requirements"
+  if ! cmp -s "$req" "$stamp"; then
+    log "installing Python test dependencies"
+    "$STRATA_VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+    "$STRATA_VENV/bin/python" -m pip install -q -r "$req"
+    cp "$req" "$stamp"
+  fi
+}
+
+jobs() { nproc 2>/dev/null || echo 2; }
