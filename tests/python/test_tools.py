@@ -1,0 +1,114 @@
+"""The example programs as a user runs them: strata-mkmodel writes split IQ1_S models that the
+gguf package reads, and strata-inspect reports, dumps and refuses files as documented."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+
+
+def _tool(name: str) -> Path:
+    build = os.environ.get("STRATA_BUILD_DIR")
+    if not build:
+        raise pytest.UsageError("STRATA_BUILD_DIR is not set (ctest sets it to the CMake build folder)")
+    path = Path(build) / "examples" / name
+    if not path.is_file():
+        raise pytest.UsageError(f"{path} was not built")
+    return path
+
+
+def _run(*args, check=True) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, check=check, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def split_model(tmp_path_factory) -> list[Path]:
+    out = tmp_path_factory.mktemp("mkmodel") / "tiny.gguf"
+    _run(_tool("strata-mkmodel"), "--arch", "llama", "--preset", "tiny", "--shards", "3", "--seed", "7", "-o", out)
+    shards = sorted(out.parent.glob("tiny-0000?-of-00003.gguf"))
+    assert [p.name for p in shards] == [f"tiny-0000{i}-of-00003.gguf" for i in (1, 2, 3)]
+    return shards
+
+
+def _inspect_json(*args) -> dict:
+    return json.loads(_run(_tool("strata-inspect"), *args, "--json").stdout)
+
+
+def test_mkmodel_writes_three_shards_the_gguf_package_reads_as_llama_iq1s(split_model):
+    first = gguf.GGUFReader(split_model[0])
+    assert bytes(first.fields["general.architecture"].parts[-1]).decode() == "llama"
+    types = {t.tensor_type for p in split_model for t in gguf.GGUFReader(p).tensors}
+    assert gguf.GGMLQuantizationType.IQ1_S in types
+    total = sum(len(gguf.GGUFReader(p).tensors) for p in split_model)
+    assert total == int(first.fields["split.tensors.count"].parts[-1][0])
+
+
+def test_inspect_json_lists_every_tensor_shard_digest_and_the_identity(split_model):
+    report = _inspect_json(split_model[0])
+    assert len(report["shards"]) == 3
+    for shard, path in zip(report["shards"], split_model):
+        assert shard["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    names = [t.name for p in split_model for t in gguf.GGUFReader(p).tensors]
+    assert [t["name"] for t in report["tensors"]] == names
+    assert len(report["identity"]) == 64
+    assert report["metadata"]["llama.block_count"] == {"type": "u32", "value": 2}
+    # Opening the explicit shard list gives the same identity as opening the first shard.
+    assert _inspect_json(*reversed(split_model))["identity"] == report["identity"]
+
+
+def test_mkmodel_is_reproducible_from_its_seed(split_model, tmp_path):
+    again = tmp_path / "tiny.gguf"
+    _run(_tool("strata-mkmodel"), "--preset", "tiny", "--shards", "3", "--seed", "7", "-o", again)
+    other = tmp_path / "other.gguf"
+    _run(_tool("strata-mkmodel"), "--preset", "tiny", "--shards", "3", "--seed", "8", "-o", other)
+    ident = _inspect_json(split_model[0])["identity"]
+    assert _inspect_json(tmp_path / "tiny-00001-of-00003.gguf")["identity"] == ident
+    assert _inspect_json(tmp_path / "other-00001-of-00003.gguf")["identity"] != ident
+
+
+def test_inspect_dumps_a_tensor_as_float32_npy_equal_to_the_gguf_package_dequantization(split_model, tmp_path):
+    out = tmp_path / "down.npy"
+    _run(_tool("strata-inspect"), split_model[0], "--tensor", "blk.1.ffn_down.weight", "--dump-f32", out)
+    got = np.load(out)
+    for path in split_model:
+        for t in gguf.GGUFReader(path).tensors:
+            if t.name == "blk.1.ffn_down.weight":
+                expected = gguf.quants.dequantize(t.data, t.tensor_type)
+    assert got.dtype == np.float32 and got.shape == expected.shape == (256, 512)
+    assert np.array_equal(got.view(np.uint32), expected.astype(np.float32).view(np.uint32))
+
+
+def test_inspect_text_output_names_types_shapes_and_shards(split_model):
+    text = _run(_tool("strata-inspect"), split_model[0]).stdout
+    assert "GGUF v3, 3 shard(s)" in text
+    assert "blk.0.ffn_down.weight" in text and "iq1_s" in text and "[512, 256]" in text
+    assert "model identity:" in text
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in
+                                        (Path(os.environ.get("STRATA_FIXTURES", ".")) / "gguf" / "broken").glob("*.gguf")
+                                        if p.name != "tensor_offset_gap.gguf"))
+def test_inspect_refuses_a_broken_file_with_status_2_and_one_line_naming_it(gguf_dir, name):
+    result = _run(_tool("strata-inspect"), gguf_dir / "broken" / name, check=False)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert name in lines[0] and lines[0].startswith("strata-inspect: ")
+    assert result.stdout == ""
+
+
+def test_inspect_reports_a_missing_tensor_and_bad_arguments_with_status_2(split_model, tmp_path):
+    missing = _run(_tool("strata-inspect"), split_model[0], "--tensor", "nope", "--dump-f32", tmp_path / "x.npy",
+                   check=False)
+    assert missing.returncode == 2 and "tensor 'nope' not found" in missing.stderr
+    assert not (tmp_path / "x.npy").exists()
+    assert _run(_tool("strata-inspect"), check=False).returncode == 2
+    assert _run(_tool("strata-inspect"), split_model[0], "--bogus", check=False).returncode == 2
+    bad = _run(_tool("strata-mkmodel"), "--preset", "huge", "-o", tmp_path / "m.gguf", check=False)
+    assert bad.returncode == 2 and "unknown preset" in bad.stderr
