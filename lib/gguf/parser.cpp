@@ -115,7 +115,8 @@ private:
                    " tensor infos");
         if (n_kv_ * kMinKvBytes + n_tensors_ * kMinTensorInfoBytes > r_.left())
             r_.bad("key-value count " + to_string(n_kv_) + " and tensor count " + to_string(n_tensors_) +
-                   " together need more than the " + to_string(r_.left()) + " bytes left");
+                   " need at least " + to_string(n_kv_ * kMinKvBytes + n_tensors_ * kMinTensorInfoBytes) +
+                   " bytes but only " + to_string(r_.left()) + " are left: truncated file or wrong counts");
     }
 
     // A GGUF string at the cursor; `what` names it for messages.

@@ -179,7 +179,7 @@ TEST_CASE("a split model is refused when a shard is missing, repeated or opened 
         try {
             ModelFile::open(paths);
         } catch (const strata::Error& e) {
-            MESSAGE(e.what());
+            MESSAGE(std::string(e.what()));
             return e.status();
         }
         return strata::Status::ok;
