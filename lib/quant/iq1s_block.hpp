@@ -68,4 +68,31 @@ STRATA_HD void iq1s_decode_block(const block_iq1_s& b, const uint64_t* grid, flo
     for (int g = 0; g < kQK_K / 8; ++g) iq1s_decode_group(b, grid, g, out + 8 * g);
 }
 
+// The exact integers of one superblock's dot with 256 int8 activations q8 and their 16-sums bsums
+// (Q8_K), as every IQ1_S x Q8_K kernel computes them:
+//   sumi  = sum_s (2l_s+1) * sum over sub-block s of grid*q8
+//   sumi1 = sum_s (2l_s+1) * sign_s * (bsums[2s] + bsums[2s+1])
+// so that dot = d_iq1 * d_q8 * (sumi + 1/8 * sumi1). |sumi|, |sumi1| < 2^19: exact in float32.
+struct Iq1sBlockSums {
+    int32_t sumi;
+    int32_t sumi1;
+};
+
+STRATA_HD Iq1sBlockSums iq1s_block_sums(const block_iq1_s& b, const uint64_t* grid, const int8_t* q8,
+                                        const int16_t* bsums) {
+    Iq1sBlockSums r{0, 0};
+    for (int s = 0; s < kQK_K / kIq1sSubBlock; ++s) {
+        int32_t sub = 0;
+        for (int k = 0; k < 4; ++k) {
+            const uint64_t entry = grid[iq1s_group_index(b, 4 * s + k)];
+            for (int j = 0; j < 8; ++j) sub += int32_t(iq1s_grid_value(entry, j)) * q8[32 * s + 8 * k + j];
+        }
+        const int32_t ls = iq1s_sub_scale(b, s);
+        const int32_t sign = (b.qh[s] & 0x8000u) ? -1 : 1;
+        r.sumi += ls * sub;
+        r.sumi1 += ls * sign * (int32_t(bsums[2 * s]) + int32_t(bsums[2 * s + 1]));
+    }
+    return r;
+}
+
 }  // namespace strata::quant

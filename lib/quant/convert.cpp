@@ -1,0 +1,23 @@
+#include "quant/convert.hpp"
+
+#include "quant/half.hpp"
+
+namespace strata::quant {
+
+void f16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+}
+
+void f32_to_f16_row(const float* src, uint16_t* dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
+}
+
+void bf16_to_f32_row(const uint16_t* src, float* dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+}
+
+void f32_to_bf16_row(const float* src, uint16_t* dst, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+}
+
+}  // namespace strata::quant
