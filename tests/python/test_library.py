@@ -41,7 +41,7 @@ def test_status_codes_have_names_and_descriptions():
 
 
 def test_tensor_type_names_and_support_follow_ggml():
-    names = {0: "f32", 1: "f16", 2: "q4_0", 8: "q8_0", 15: "q8_k", 19: "iq1_s", 30: "bf16", 26: "i32"}
+    names = {0: "f32", 1: "f16", 2: "q4_0", 8: "q8_0", 15: "q8_K", 19: "iq1_s", 30: "bf16", 26: "i32"}
     for tid, name in names.items():
         assert strata.tensor_type_name(tid) == name, tid
         assert strata.tensor_type_id(name) == tid
@@ -79,7 +79,7 @@ def test_without_strata_library_the_loader_searches_the_build_tree_and_the_syste
     assert all(p.startswith(str(root)) for p in paths if "/" in p and "build" in p)
 
 
-def test_a_library_with_the_wrong_abi_is_refused(tmp_path):
+def test_a_library_that_is_not_libstrata_is_refused_naming_the_missing_functions(tmp_path):
     # A library that is not libstrata at all: the loader names it and what is missing.
     import ctypes.util
     libm = ctypes.util.find_library("m")

@@ -96,7 +96,7 @@ def tensor_type_id(type_: Union[int, str, TensorType]) -> int:
             return int(TensorType[key])
         low = type_.strip().lower()
         for i in range(256):  # any other ggml type, named by the library
-            if tensor_type_name(i) == low:
+            if tensor_type_name(i).lower() == low:
                 return i
         raise ValueError(f"unknown tensor type {type_!r}")
     return int(type_)
