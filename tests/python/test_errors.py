@@ -115,3 +115,81 @@ def test_a_closed_model_refuses_further_use(gguf_dir):
     assert m.closed
     with pytest.raises(ValueError):
         m.tensors
+
+
+def test_buffer_filling_calls_report_the_size_they_need(tiny):
+    import ctypes
+    from strata import _lib
+    L = _lib.lib()
+    need = ctypes.c_uint64()
+    small = (ctypes.c_float * 4)()
+    idx = tiny.tensor("tok_embd.weight").index
+    assert L.strata_model_tensor_read_f32(tiny._handle(), idx, small, 4, ctypes.byref(need)) == \
+        strata.Status.BUFFER_TOO_SMALL
+    assert need.value == 64 * 7 and "tok_embd.weight" in _lib.last_error()
+    needed = ctypes.c_size_t()
+    buf = ctypes.create_string_buffer(4)
+    assert L.strata_model_metadata_json(tiny._handle(), b"fx.str", buf, 4, ctypes.byref(needed)) == \
+        strata.Status.BUFFER_TOO_SMALL
+    assert needed.value == len('"hello gguf"') + 1
+    assert tiny.get_json("fx.arr_i32_1000") == tiny.get("fx.arr_i32_1000")  # the binding grows its buffer
+
+
+def test_out_of_range_indexes_and_null_outputs_are_invalid_arguments(tiny):
+    import ctypes
+    from strata import _lib
+    L, h = _lib.lib(), tiny._handle()
+    cases = {
+        "metadata_key": lambda: L.strata_model_metadata_key(h, 35, ctypes.byref(ctypes.c_char_p())),
+        "tensor_info NULL": lambda: L.strata_model_tensor_info(h, 0, None),
+        "tensor_data index": lambda: L.strata_model_tensor_data(h, 8, ctypes.byref(ctypes.c_void_p()),
+                                                                ctypes.byref(ctypes.c_uint64())),
+        "shard_sha256 index": lambda: L.strata_model_shard_sha256(h, 1, ctypes.create_string_buffer(65)),
+        "array index": lambda: L.strata_model_metadata_array_int(h, b"fx.arr_i32", 5, ctypes.byref(ctypes.c_int64())),
+        "open NULL out": lambda: L.strata_model_open(None, 0, None, None),
+    }
+    for what, call in cases.items():
+        assert call() == strata.Status.INVALID_ARGUMENT, what
+        assert _lib.last_error(), f"{what}: no message"
+    info = _lib.TensorInfoC()
+    info.struct_size = 8  # older than any strata_tensor_info
+    assert L.strata_model_tensor_info(h, 0, ctypes.byref(info)) == strata.Status.INVALID_ARGUMENT
+    assert "struct_size" in _lib.last_error()
+
+
+def test_shard_lists_that_do_not_form_one_model_are_refused(gguf_dir):
+    s = [gguf_dir / f"tiny-model-0000{i}-of-00003.gguf" for i in (1, 2, 3)]
+    for paths in ([s[0], s[1]], [s[0], s[1], s[1]], [gguf_dir / "tiny-model.gguf", s[1]], [s[1]]):
+        with pytest.raises(strata.StrataError) as e:
+            strata.Model(paths)
+        assert e.value.status in (strata.Status.INVALID_ARGUMENT, strata.Status.FORMAT, strata.Status.NOT_FOUND), \
+            f"{[p.name for p in paths]}: {e.value}"
+        assert any(p.name in e.value.message for p in paths), e.value
+    with strata.Model([s[1], s[2], s[0]]) as m:  # any order: the shards say where they belong
+        assert [t.shard for t in m.tensors] == [0, 0, 0, 1, 1, 1, 2, 2]
+
+
+def test_errors_are_kept_per_thread_and_a_model_can_be_read_from_several_threads(tiny):
+    import threading
+    names = [t.name for t in tiny.tensors]
+    expected = {n: tiny.read_f32(n).tobytes() for n in names}
+    failures = []
+
+    def work(k: int) -> None:
+        try:
+            for i in range(50):
+                n = names[(k + i) % len(names)]
+                assert tiny.read_f32(n).tobytes() == expected[n]
+                try:
+                    tiny.get_int(f"missing.{k}.{i}")
+                except strata.StrataError as e:
+                    assert f"missing.{k}.{i}" in e.message, e.message
+        except BaseException as e:  # noqa: BLE001
+            failures.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures

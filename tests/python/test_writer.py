@@ -1,6 +1,8 @@
 """The Writer: quantization quality and refusals."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -99,3 +101,41 @@ def test_a_writer_can_write_twice_and_reports_an_unwritable_path(tmp_path):
     assert e.value.status in (strata.Status.IO, strata.Status.NOT_FOUND)
     assert "c.gguf" in e.value.message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.gguf", "b.gguf"], "no temporary files left behind"
+
+
+def test_a_writer_refuses_what_llama_cpp_would_not_read(tmp_path):
+    cases = {
+        "empty key": lambda w: w.set("", 1),
+        "64-byte tensor name": lambda w: w.add_tensor("n" * 64, np.zeros(4, np.float32)),
+        "empty tensor name": lambda w: w.add_tensor("", np.zeros(4, np.float32)),
+        "NaN for q8_0": lambda w: w.add_tensor("nan.q8", np.full(32, np.nan, np.float32), type="q8_0"),
+        "inf for iq1_s": lambda w: w.add_tensor("inf.iq1", np.full(256, np.inf, np.float32), type="iq1_s"),
+        "negative imatrix": lambda w: w.add_tensor("neg.imatrix", np.ones((1, 256), np.float32), type="iq1_s",
+                                                   imatrix=-np.ones(256, np.float32)),
+        "alignment as i32": lambda w: w.set("general.alignment", 64, type="i32"),
+        "zero-size tensor": lambda w: w.add_tensor("empty", np.zeros((0, 4), np.float32)),
+    }
+    for i, (what, call) in enumerate(cases.items()):
+        w = strata.Writer()
+        with pytest.raises(strata.StrataError) as e:  # when adding, or at the latest when writing
+            call(w)
+            w.write(tmp_path / f"refused{i}.gguf")
+        assert e.value.status == strata.Status.INVALID_ARGUMENT, f"{what}: {e.value}"
+        assert not (tmp_path / f"refused{i}.gguf").exists(), what
+    w = strata.Writer()
+    w.add_tensor("n" * 63, np.zeros(4, np.float32))
+    w.write(tmp_path / "name63.gguf")
+
+
+def test_a_split_with_more_shards_than_tensors_still_opens(tmp_path):
+    w = strata.Writer()
+    w.set("k", 1)
+    w.add_tensor("only", np.arange(8, dtype=np.float32))
+    paths = w.write(tmp_path / "m.gguf", n_shards=3)
+    assert all(os.path.isfile(p) for p in paths) and len(paths) == 3
+    with strata.Model(paths[0]) as m:
+        assert [t.name for t in m.tensors] == ["only"] and len(m.shards) == 3
+        assert m.read_f32("only").tolist() == list(range(8))
+    with pytest.raises(strata.StrataError) as e:
+        w.write(tmp_path / "zero.gguf", n_shards=0)
+    assert e.value.status == strata.Status.INVALID_ARGUMENT
