@@ -1,0 +1,358 @@
+// IQ1_S quantizer; see iq1s_quantize.hpp. Float expressions keep ggml's evaluation order on purpose:
+// the scores of competing candidates are compared exactly, so a reordered sum can flip a choice.
+#include "quant/iq1s_quantize.hpp"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "quant/half.hpp"
+#include "quant/iq1s_block.hpp"
+#include "util/error.hpp"
+
+namespace strata::quant {
+namespace {
+
+constexpr int kSub = kIq1sSubBlock;                // 32 weights per sub-block
+constexpr int kSubs = kQK_K / kIq1sSubBlock;       // 8 sub-blocks per superblock
+constexpr int kGroups = kIq1sSubBlock / kIq1sGroupSize;  // 4 groups per sub-block
+constexpr float kZeroEps = 1e-12f;                 // sub-blocks below this are "empty" (as ggml)
+constexpr int kNeighbourLevels = 3;                // distinct distances kept per off-grid point
+constexpr float kHalfMax = 65504.0f;
+
+// A group of eight ternary codes L in {0,1,2} (value L-1) packed two bits each, position j at bits 2j.
+// 0xAAAA is the largest key, so 1<<16 covers every key.
+constexpr int kKeys = 1 << 16;
+
+struct GridTables {
+    // key -> grid index (>= 0), or -(offset + 1) into `neighbours` for a ternary point off the grid,
+    // where neighbours[offset] is the count followed by the candidate indices, nearest first.
+    std::vector<int32_t> map;
+    std::vector<uint16_t> neighbours;
+    std::array<uint8_t, kIq1sGridSize> neg{}, pos{};  // bit j set: value j is -1 / +1
+};
+
+void masks_of_key(uint32_t key, uint8_t& neg, uint8_t& pos) {
+    neg = pos = 0;
+    for (int j = 0; j < 8; ++j) {
+        const uint32_t l = (key >> (2 * j)) & 3u;
+        neg |= uint8_t((l == 0) << j);
+        pos |= uint8_t((l == 2) << j);
+    }
+}
+
+GridTables build_tables() {
+    GridTables t;
+    t.map.assign(kKeys, INT32_MIN);  // INT32_MIN: not a ternary key (some field == 3)
+    for (int k = 0; k < kIq1sGridSize; ++k) {
+        uint32_t key = 0;
+        for (int j = 0; j < 8; ++j) {
+            const int v = iq1s_grid_value(kIq1sGrid[k], j);
+            key |= uint32_t(v + 1) << (2 * j);
+            t.neg[size_t(k)] |= uint8_t((v < 0) << j);
+            t.pos[size_t(k)] |= uint8_t((v > 0) << j);
+        }
+        t.map[key] = k;
+    }
+    // Squared distance between ternary vectors: 1 per position differing by one, 4 by two. Keep all
+    // grid entries at the three smallest distances, ordered by (distance, index) as ggml does.
+    std::array<uint8_t, kIq1sGridSize> dist{};
+    for (uint32_t key = 0; key < uint32_t(kKeys); ++key) {
+        bool ternary = true;
+        for (int j = 0; j < 8; ++j) ternary &= ((key >> (2 * j)) & 3u) != 3u;
+        if (!ternary || t.map[key] >= 0) continue;
+        uint8_t neg, pos;
+        masks_of_key(key, neg, pos);
+        uint64_t levels_present = 0;  // bit d: some entry at distance d (d <= 32)
+        for (int k = 0; k < kIq1sGridSize; ++k) {
+            const uint8_t gn = t.neg[size_t(k)], gp = t.pos[size_t(k)];
+            const int differ = std::popcount(unsigned((gn ^ neg) | (gp ^ pos)));
+            const int opposite = std::popcount(unsigned((gn & pos) | (gp & neg)));
+            dist[size_t(k)] = uint8_t(differ + 3 * opposite);
+            levels_present |= uint64_t(1) << dist[size_t(k)];
+        }
+        t.map[key] = -int32_t(t.neighbours.size() + 1);
+        const size_t count_at = t.neighbours.size();
+        t.neighbours.push_back(0);
+        for (int level = 0; level < kNeighbourLevels && levels_present; ++level) {
+            const int d = std::countr_zero(levels_present);
+            levels_present &= levels_present - 1;
+            for (int k = 0; k < kIq1sGridSize; ++k)
+                if (dist[size_t(k)] == d) t.neighbours.push_back(uint16_t(k));
+        }
+        t.neighbours[count_at] = uint16_t(t.neighbours.size() - count_at - 1);
+    }
+    return t;
+}
+
+const GridTables& tables() {
+    static std::once_flag once;
+    static GridTables t;
+    std::call_once(once, [] { t = build_tables(); });
+    return t;
+}
+
+int nearest_int(float v) { return int(std::nearbyint(v)); }  // ties to even, as ggml's trick
+
+struct BlockStats {
+    int64_t zero_blocks = 0, off_grid_groups = 0, clamped_blocks = 0;
+};
+
+// Among the neighbour candidates, the grid entry minimising the weighted error at this scale.
+int best_neighbour(const uint16_t* cand, const float* x, const float* w,
+                   float scale, const float* levels) {
+    const int n = cand[0];
+    float best = FLT_MAX;
+    int best_index = cand[1];
+    for (int c = 1; c <= n; ++c) {
+        const uint64_t entry = kIq1sGrid[cand[c]];
+        float err = 0;
+        for (int j = 0; j < 8; ++j) {
+            const float diff = scale * levels[iq1s_grid_value(entry, j) + 1] - x[j];
+            err += w[j] * diff * diff;
+        }
+        if (err < best) {
+            best = err;
+            best_index = cand[c];
+        }
+    }
+    return best_index;
+}
+
+void quantize_block(const float* xin, const float* qw, block_iq1_s& out, BlockStats& stats) {
+    const GridTables& t = tables();
+    static constexpr float kPlus[3] = {-1 + kIq1sDelta, kIq1sDelta, 1 + kIq1sDelta};
+    static constexpr float kMinus[3] = {-1 - kIq1sDelta, -kIq1sDelta, 1 - kIq1sDelta};
+
+    std::memset(&out, 0, sizeof out);
+
+    float sumx2 = 0;
+    for (int i = 0; i < kQK_K; ++i) sumx2 += xin[i] * xin[i];
+    // Overflowing sum of squares (|x| above ~1e18): work on x * 2^-e with every |value| < 1, exact,
+    // and scale d back at the end (uniformly scaled weights have the same optimum).
+    int exp_shift = 0;
+    float scaled[kQK_K];
+    const float* x = xin;
+    if (!std::isfinite(sumx2)) {
+        float amax = 0;
+        for (int i = 0; i < kQK_K; ++i) amax = std::max(amax, std::fabs(xin[i]));
+        exp_shift = std::ilogb(amax) + 1;
+        sumx2 = 0;
+        for (int i = 0; i < kQK_K; ++i) {
+            scaled[i] = std::ldexp(xin[i], -exp_shift);
+            sumx2 += scaled[i] * scaled[i];
+        }
+        x = scaled;
+    }
+    const float sigma2 = 2 * sumx2 / kQK_K;
+
+    float scales[kSubs];
+    bool minus_shift[kSubs];
+    float max_scale = 0;
+    for (int ib = 0; ib < kSubs; ++ib) {
+        const float* xb = x + kSub * ib;
+        scales[ib] = 0;
+        minus_shift[ib] = false;
+        float w[kSub];
+        float amax = 0;
+        for (int i = 0; i < kSub; ++i) {
+            w[i] = (qw ? qw[kSub * ib + i] : 1.0f) * std::sqrt(sigma2 + xb[i] * xb[i]);
+            amax = std::max(amax, std::fabs(xb[i]));
+        }
+        if (amax < kZeroEps) continue;  // written as index 0, code 0, delta +1/8 (as ggml)
+
+        // Sort ascending (stable: ties keep index order, like glibc's merge-sort qsort), then any
+        // ternary assignment worth considering is a split of the sorted order at i1 <= i2.
+        uint8_t order[kSub];
+        for (int i = 0; i < kSub; ++i) order[i] = uint8_t(i);
+        std::stable_sort(order, order + kSub, [xb](uint8_t a, uint8_t b) { return xb[a] < xb[b]; });
+        float sx[kSub + 1], sw[kSub + 1];
+        sx[0] = sw[0] = 0;
+        for (int j = 0; j < kSub; ++j) {
+            sx[j + 1] = sx[j] + w[order[j]] * xb[order[j]];
+            sw[j + 1] = sw[j] + w[order[j]];
+        }
+        // Maximise sumqx^2 / sumq2 (the error reduction at the optimal scale sumqx / sumq2).
+        float best = -FLT_MAX, scale = amax;
+        int best_i1 = -1, best_i2 = -1, shift = 0;
+        for (int i1 = 0; i1 <= kSub; ++i1) {
+            for (int i2 = i1; i2 <= kSub; ++i2) {
+                const float a = sx[i1] - sx[0], b = sx[i2] - sx[i1], c = sx[kSub] - sx[i2];
+                const float wa = sw[i1] - sw[0], wb = sw[i2] - sw[i1], wc = sw[kSub] - sw[i2];
+                for (int s = 0; s < 2; ++s) {
+                    const float* q = s == 0 ? kPlus : kMinus;
+                    const float sumqx = a * q[0] + b * q[1] + c * q[2];
+                    const float sumq2 = wa * q[0] * q[0] + wb * q[1] * q[1] + wc * q[2] * q[2];
+                    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                        scale = sumqx / sumq2;
+                        best = scale * sumqx;
+                        best_i1 = i1;
+                        best_i2 = i2;
+                        shift = s == 0 ? 1 : -1;
+                    }
+                }
+            }
+        }
+        if (best_i1 < 0) continue;  // all weights zero: nothing to fit
+
+        int8_t L[kSub];
+        for (int j = 0; j < kSub; ++j) L[order[j]] = int8_t(j < best_i1 ? 0 : j < best_i2 ? 1 : 2);
+        if (scale < 0) {  // mirror so that the scale is positive; the shift mirrors with it
+            for (int j = 0; j < kSub; ++j) L[j] = int8_t(2 - L[j]);
+            scale = -scale;
+            shift = -shift;
+        }
+        const float* levels = shift == 1 ? kPlus : kMinus;
+
+        int index[kGroups];
+        bool all_on_grid = true;
+        for (int k = 0; k < kGroups; ++k) {
+            uint32_t key = 0;
+            for (int j = 0; j < 8; ++j) key |= uint32_t(L[8 * k + j]) << (2 * j);
+            const int32_t m = t.map[key];
+            if (m >= 0) {
+                index[k] = m;
+            } else {
+                all_on_grid = false;
+                ++stats.off_grid_groups;
+                index[k] = best_neighbour(&t.neighbours[size_t(-m - 1)], xb + 8 * k, w + 8 * k,
+                                          scale, levels);
+            }
+        }
+        if (!all_on_grid) {  // refit the scale to the grid entries actually chosen
+            float sumqx = 0, sumq2 = 0;
+            for (int k = 0; k < kGroups; ++k) {
+                const uint64_t entry = kIq1sGrid[index[k]];
+                for (int j = 0; j < 8; ++j) {
+                    const float wj = w[8 * k + j];
+                    const float q = levels[iq1s_grid_value(entry, j) + 1];
+                    sumqx += wj * q * xb[8 * k + j];
+                    sumq2 += wj * q * q;
+                }
+            }
+            if (sumqx > 0 && sumq2 > 0) scale = sumqx / sumq2;
+        }
+        uint16_t h = 0;
+        for (int k = 0; k < kGroups; ++k) {
+            out.qs[kGroups * ib + k] = uint8_t(index[k] & 255);
+            h = uint16_t(h | (index[k] >> 8) << (3 * k));
+        }
+        out.qh[ib] = h;
+        scales[ib] = scale;
+        minus_shift[ib] = shift == -1;
+        max_scale = std::max(max_scale, scale);
+    }
+
+    if (!(max_scale > 0)) {
+        ++stats.zero_blocks;
+        return;  // d = 0 (the codes written above, if any, decode to -0.0 / +0.0)
+    }
+    float d = max_scale / 15;
+    float stored = d * 1.125f;  // ggml's factor: d sits a little above the largest sub-block scale
+    if (exp_shift != 0 || stored > kHalfMax) {
+        // Only where ggml would store Inf: clamp to the largest half and keep codes relative to it.
+        const double full = std::ldexp(double(stored), exp_shift);
+        if (full > kHalfMax) {
+            stored = kHalfMax;
+            ++stats.clamped_blocks;
+        } else {
+            stored = float(full);
+        }
+        d = std::ldexp(stored / 1.125f, -exp_shift);
+    }
+    out.d = f32_to_f16(stored);
+    const float id = 1 / d;
+    for (int ib = 0; ib < kSubs; ++ib) {
+        const int l = std::clamp(nearest_int(0.5f * (id * scales[ib] - 1)), 0, 7);
+        out.qh[ib] = uint16_t(out.qh[ib] | (l << 12) | (minus_shift[ib] ? 0x8000 : 0));
+    }
+}
+
+void check_finite(const float* v, int64_t n, const char* what, bool nonnegative) {
+    for (int64_t i = 0; i < n; ++i) {
+        if (!std::isfinite(v[i]) || (nonnegative && v[i] < 0))
+            fail(Status::invalid_argument, std::string("IQ1_S quantizer: ") + what + "[" +
+                                               std::to_string(i) + "] is " +
+                                               (std::isfinite(v[i]) ? "negative" : "not finite"));
+    }
+}
+
+void check_shape(const float* x, const void* dst, int64_t n) {
+    if (!x || !dst) fail(Status::invalid_argument, "IQ1_S quantizer: null source or destination");
+    if (n <= 0 || n % kQK_K != 0)
+        fail(Status::invalid_argument, "IQ1_S quantizer: row length " + std::to_string(n) +
+                                           " is not a positive multiple of 256");
+}
+
+void quantize_rows(const float* x, block_iq1_s* dst, int64_t rows, int64_t cols, const float* imatrix,
+                   BlockStats& stats) {
+    const int64_t nb = cols / kQK_K;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t b = 0; b < nb; ++b)
+            quantize_block(x + r * cols + b * kQK_K, imatrix ? imatrix + b * kQK_K : nullptr,
+                           dst[r * nb + b], stats);
+}
+
+}  // namespace
+
+void quantize_row_iq1s(const float* x, void* dst, int64_t n, const float* imatrix) {
+    check_shape(x, dst, n);
+    check_finite(x, n, "x", false);
+    if (imatrix) check_finite(imatrix, n, "imatrix", true);
+    BlockStats stats;
+    quantize_rows(x, static_cast<block_iq1_s*>(dst), 1, n, imatrix, stats);
+}
+
+Iq1sQuantizeReport quantize_iq1s(const float* x, void* dst, int64_t rows, int64_t cols,
+                                 const float* imatrix, int n_threads) {
+    check_shape(x, dst, cols);
+    if (rows < 0) fail(Status::invalid_argument, "IQ1_S quantizer: negative row count");
+    if (rows > 0 && cols > INT64_MAX / rows)
+        fail(Status::invalid_argument, "IQ1_S quantizer: rows * cols overflows");
+    check_finite(x, rows * cols, "x", false);
+    if (imatrix) check_finite(imatrix, cols, "imatrix", true);
+    tables();  // build once up front rather than racing inside the workers (call_once would serialise)
+
+    auto* out = static_cast<block_iq1_s*>(dst);
+    const int64_t threads = std::clamp<int64_t>(n_threads, 1, std::max<int64_t>(rows, 1));
+    std::vector<BlockStats> stats(static_cast<size_t>(threads));
+    if (threads == 1) {
+        quantize_rows(x, out, rows, cols, imatrix, stats[0]);
+    } else {
+        // Contiguous row ranges: every row is quantized independently, so the split cannot change bytes.
+        std::vector<std::thread> workers;
+        const int64_t nb = cols / kQK_K;
+        try {
+            for (int64_t t = 0; t < threads; ++t) {
+                const int64_t r0 = rows * t / threads, r1 = rows * (t + 1) / threads;
+                workers.emplace_back([=, &stats] {
+                    quantize_rows(x + r0 * cols, out + r0 * nb, r1 - r0, cols, imatrix, stats[size_t(t)]);
+                });
+            }
+        } catch (...) {  // could not start a thread: let the started ones finish, then report
+            for (auto& w : workers) w.join();
+            throw;
+        }
+        for (auto& w : workers) w.join();
+    }
+    Iq1sQuantizeReport report;
+    report.used_imatrix = imatrix != nullptr;
+    report.rows = rows;
+    report.cols = cols;
+    report.blocks = rows * (cols / kQK_K);
+    for (const auto& s : stats) {
+        report.zero_blocks += s.zero_blocks;
+        report.off_grid_groups += s.off_grid_groups;
+        report.clamped_blocks += s.clamped_blocks;
+    }
+    return report;
+}
+
+}  // namespace strata::quant
