@@ -193,3 +193,26 @@ def test_errors_are_kept_per_thread_and_a_model_can_be_read_from_several_threads
     for t in threads:
         t.join()
     assert not failures, failures
+
+
+def test_array_elements_convert_like_scalars_and_refuse_other_types(tiny):
+    import ctypes
+    from strata import _lib
+    L, h = _lib.lib(), tiny._handle()
+    d, b, i, u = ctypes.c_double(), ctypes.c_int(), ctypes.c_int64(), ctypes.c_uint64()
+    p, n = ctypes.c_void_p(), ctypes.c_size_t()
+    mismatches = {
+        "float of i32": lambda: L.strata_model_metadata_array_float(h, b"fx.arr_i32", 0, ctypes.byref(d)),
+        "bool of u8": lambda: L.strata_model_metadata_array_bool(h, b"fx.arr_u8", 0, ctypes.byref(b)),
+        "int of u64 max": lambda: L.strata_model_metadata_array_int(h, b"fx.arr_u64", 2, ctypes.byref(i)),
+        "uint of -128": lambda: L.strata_model_metadata_array_uint(h, b"fx.arr_i8", 0, ctypes.byref(u)),
+        "string of i32": lambda: L.strata_model_metadata_array_string(h, b"fx.arr_i32", 0, ctypes.byref(p),
+                                                                      ctypes.byref(n)),
+        "array of a scalar": lambda: L.strata_model_metadata_array_int(h, b"fx.i32", 0, ctypes.byref(i)),
+    }
+    for what, call in mismatches.items():
+        assert call() == strata.Status.TYPE_MISMATCH, f"{what}: {_lib.last_error()}"
+    assert L.strata_model_metadata_array_int(h, b"fx.arr_u64", 1, ctypes.byref(i)) == 0 and i.value == 1
+    assert L.strata_model_metadata_array_float(h, b"fx.arr_f32", 1, ctypes.byref(d)) == 0 and d.value == -1.25
+    assert L.strata_model_metadata_array_int(h, b"fx.arr_empty_i32", 0, ctypes.byref(i)) == \
+        strata.Status.INVALID_ARGUMENT
