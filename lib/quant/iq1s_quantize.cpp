@@ -39,6 +39,13 @@ struct GridTables {
     std::array<uint8_t, kIq1sGridSize> neg{}, pos{};  // bit j set: value j is -1 / +1
 };
 
+// Bits set in a byte (a table: baseline x86-64 has no popcnt instruction).
+constexpr std::array<uint8_t, 256> kBits = [] {
+    std::array<uint8_t, 256> t{};
+    for (int i = 0; i < 256; ++i) t[size_t(i)] = uint8_t((i & 1) + t[size_t(i >> 1)]);
+    return t;
+}();
+
 void masks_of_key(uint32_t key, uint8_t& neg, uint8_t& pos) {
     neg = pos = 0;
     for (int j = 0; j < 8; ++j) {
@@ -73,8 +80,8 @@ GridTables build_tables() {
         uint64_t levels_present = 0;  // bit d: some entry at distance d (d <= 32)
         for (int k = 0; k < kIq1sGridSize; ++k) {
             const uint8_t gn = t.neg[size_t(k)], gp = t.pos[size_t(k)];
-            const int differ = std::popcount(unsigned((gn ^ neg) | (gp ^ pos)));
-            const int opposite = std::popcount(unsigned((gn & pos) | (gp & neg)));
+            const int differ = kBits[uint8_t((gn ^ neg) | (gp ^ pos))];
+            const int opposite = kBits[uint8_t((gn & pos) | (gp & neg))];
             dist[size_t(k)] = uint8_t(differ + 3 * opposite);
             levels_present |= uint64_t(1) << dist[size_t(k)];
         }
@@ -106,18 +113,22 @@ struct BlockStats {
 };
 
 // Among the neighbour candidates, the grid entry minimising the weighted error at this scale.
-int best_neighbour(const uint16_t* cand, const float* x, const float* w,
-                   float scale, const float* levels) {
+// Each position's three possible error terms are computed once; summing them in position order
+// gives the same float result as evaluating each candidate from scratch.
+int best_neighbour(const uint16_t* cand, const float* x, const float* w, float scale, const float* levels) {
+    float term[8][3];
+    for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 3; ++l) {
+            const float diff = scale * levels[l] - x[j];
+            term[j][l] = w[j] * diff * diff;
+        }
     const int n = cand[0];
     float best = FLT_MAX;
     int best_index = cand[1];
     for (int c = 1; c <= n; ++c) {
         const uint64_t entry = kIq1sGrid[cand[c]];
         float err = 0;
-        for (int j = 0; j < 8; ++j) {
-            const float diff = scale * levels[iq1s_grid_value(entry, j) + 1] - x[j];
-            err += w[j] * diff * diff;
-        }
+        for (int j = 0; j < 8; ++j) err += term[j][iq1s_grid_value(entry, j) + 1];
         if (err < best) {
             best = err;
             best_index = cand[c];
@@ -172,31 +183,48 @@ void quantize_block(const float* xin, const float* qw, block_iq1_s& out, BlockSt
         // ternary assignment worth considering is a split of the sorted order at i1 <= i2.
         uint8_t order[kSub];
         for (int i = 0; i < kSub; ++i) order[i] = uint8_t(i);
-        std::stable_sort(order, order + kSub, [xb](uint8_t a, uint8_t b) { return xb[a] < xb[b]; });
+        for (int i = 1; i < kSub; ++i) {  // insertion sort: stable, and no allocation unlike stable_sort
+            const uint8_t v = order[i];
+            int j = i;
+            for (; j > 0 && xb[v] < xb[order[j - 1]]; --j) order[j] = order[j - 1];
+            order[j] = v;
+        }
         float sx[kSub + 1], sw[kSub + 1];
         sx[0] = sw[0] = 0;
         for (int j = 0; j < kSub; ++j) {
             sx[j + 1] = sx[j] + w[order[j]] * xb[order[j]];
             sw[j + 1] = sw[j] + w[order[j]];
         }
-        // Maximise sumqx^2 / sumq2 (the error reduction at the optimal scale sumqx / sumq2).
+        // Maximise sumqx^2 / sumq2 (the error reduction at the optimal scale sumqx / sumq2). For each
+        // i1 the candidate sums are computed for all i2 first (a loop the compiler vectorises), then
+        // compared in ggml's order (i1, i2, plus shift before minus): same choices, fewer stalls.
         float best = -FLT_MAX, scale = amax;
         int best_i1 = -1, best_i2 = -1, shift = 0;
         for (int i1 = 0; i1 <= kSub; ++i1) {
+            float qx_p[kSub + 1], q2_p[kSub + 1], qx_m[kSub + 1], q2_m[kSub + 1];
+            const float a = sx[i1] - sx[0], wa = sw[i1] - sw[0];
             for (int i2 = i1; i2 <= kSub; ++i2) {
-                const float a = sx[i1] - sx[0], b = sx[i2] - sx[i1], c = sx[kSub] - sx[i2];
-                const float wa = sw[i1] - sw[0], wb = sw[i2] - sw[i1], wc = sw[kSub] - sw[i2];
-                for (int s = 0; s < 2; ++s) {
-                    const float* q = s == 0 ? kPlus : kMinus;
-                    const float sumqx = a * q[0] + b * q[1] + c * q[2];
-                    const float sumq2 = wa * q[0] * q[0] + wb * q[1] * q[1] + wc * q[2] * q[2];
-                    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                        scale = sumqx / sumq2;
-                        best = scale * sumqx;
-                        best_i1 = i1;
-                        best_i2 = i2;
-                        shift = s == 0 ? 1 : -1;
-                    }
+                const float b = sx[i2] - sx[i1], c = sx[kSub] - sx[i2];
+                const float wb = sw[i2] - sw[i1], wc = sw[kSub] - sw[i2];
+                qx_p[i2] = a * kPlus[0] + b * kPlus[1] + c * kPlus[2];
+                q2_p[i2] = wa * kPlus[0] * kPlus[0] + wb * kPlus[1] * kPlus[1] + wc * kPlus[2] * kPlus[2];
+                qx_m[i2] = a * kMinus[0] + b * kMinus[1] + c * kMinus[2];
+                q2_m[i2] = wa * kMinus[0] * kMinus[0] + wb * kMinus[1] * kMinus[1] + wc * kMinus[2] * kMinus[2];
+            }
+            for (int i2 = i1; i2 <= kSub; ++i2) {
+                if (q2_p[i2] > 0 && qx_p[i2] * qx_p[i2] > best * q2_p[i2]) {
+                    scale = qx_p[i2] / q2_p[i2];
+                    best = scale * qx_p[i2];
+                    best_i1 = i1;
+                    best_i2 = i2;
+                    shift = 1;
+                }
+                if (q2_m[i2] > 0 && qx_m[i2] * qx_m[i2] > best * q2_m[i2]) {
+                    scale = qx_m[i2] / q2_m[i2];
+                    best = scale * qx_m[i2];
+                    best_i1 = i1;
+                    best_i2 = i2;
+                    shift = -1;
                 }
             }
         }

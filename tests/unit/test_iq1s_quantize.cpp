@@ -140,7 +140,7 @@ TEST_CASE("IQ1_S quantizer: imatrix-weighted error within 2% of ggml on every fi
             rows_msg += "\n  row " + std::to_string(r) + ": strata " + std::to_string(a) + "  ggml " + std::to_string(g);
             if (std::isfinite(g) && g > 0) CHECK(a <= 1.02 * g + 1e-12);
         }
-        MESSAGE(c.name << ": weighted rel RMSE strata " << mine << " ggml " << ggml << " (ratio " << mine / ggml
+        MESSAGE(name << ": weighted rel RMSE strata " << mine << " ggml " << ggml << " (ratio " << mine / ggml
                        << "); blocks identical to ggml: " << same_blocks << "/" << blocks << rows_msg);
         // The implementation follows ggml's arithmetic order, so the bytes agree exactly.
         CHECK(same_blocks == blocks);
