@@ -90,3 +90,23 @@ def test_a_library_that_is_not_libstrata_is_refused_naming_the_missing_functions
                 {"STRATA_LIBRARY": libm})
     assert r.returncode == 0, r.stderr
     assert "MESSAGE LibraryError" in r.stdout and "strata_model_open" in r.stdout
+
+
+def test_use_library_selects_a_library_before_first_use(tmp_path):
+    lib = os.environ["STRATA_LIBRARY"]
+    r = _python("import strata\n"
+                f"strata.use_library({lib!r})\n"
+                "print('VERSION', strata.version())\n"
+                "try:\n    strata.use_library('/elsewhere/libstrata.so')\n"
+                "except strata.LibraryError as e:\n    print('REFUSED', e)\n",
+                {"STRATA_LIBRARY": ""})
+    assert r.returncode == 0, r.stderr
+    assert "VERSION 0." in r.stdout and "REFUSED" in r.stdout
+
+
+def test_a_zero_copy_tensor_view_keeps_its_model_alive(gguf_dir):
+    import gc
+    view = strata.Model(gguf_dir / "tiny-model.gguf").tensor_bytes("vec.q8_0", copy=False)
+    gc.collect()
+    assert view.readonly and len(view) == 68
+    assert bytes(view) == (gguf_dir / "tiny-model.gguf").read_bytes()[5824 + 3520:5824 + 3520 + 68]

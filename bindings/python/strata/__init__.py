@@ -2,15 +2,16 @@
 
 The library is loaded on first use, from the first of: $STRATA_LIBRARY (if set, only it);
 the source tree's build/lib/libstrata.so and any build*/lib/libstrata.so next to it; the
-system loader (ctypes.util.find_library("strata"), then "libstrata.so.0"). When none
-loads, LibraryNotFound (an ImportError) lists every place that was tried.
+system loader (ctypes.util.find_library("strata"), then "libstrata.so.0"); or call
+use_library(path) first. When none loads, LibraryNotFound (an ImportError) lists every
+place that was tried.
 
 Every failed call raises StrataError with .status / .status_name and the library's message.
 """
 from __future__ import annotations
 
 from . import _lib
-from ._lib import ABI_VERSION, load_library
+from ._lib import ABI_VERSION, load_library, use_library
 from ._types import (MetadataType, TensorType, ValueType, tensor_type_id, tensor_type_name,
                      tensor_type_supported)
 from .errors import AbiMismatch, LibraryError, LibraryNotFound, Status, StrataError, status_name
@@ -21,7 +22,7 @@ __all__ = [
     "ABI_VERSION", "AbiMismatch", "LibraryError", "LibraryNotFound", "MetadataType", "Model", "ShardInfo",
     "Status", "StrataError", "TensorInfo", "TensorType", "ValueType", "Writer", "abi_version", "library_path",
     "load_library", "open_model", "status_name", "status_string", "tensor_type_id", "tensor_type_name",
-    "tensor_type_supported", "version", "version_number",
+    "tensor_type_supported", "use_library", "version", "version_number",
 ]
 
 

@@ -207,6 +207,18 @@ def lib() -> ctypes.CDLL:
     return _lib
 
 
+def use_library(path: str) -> ctypes.CDLL:
+    """Load libstrata from ``path`` and use it for everything (before any other strata call)."""
+    global _lib
+    with _lock:
+        if _lib is not None:
+            if os.path.realpath(_lib._name) == os.path.realpath(path):
+                return _lib
+            raise LibraryError(f"strata already uses {_lib._name}; cannot switch to {path}")
+        _lib = load_library(path)
+        return _lib
+
+
 def last_error() -> str:
     msg = lib().strata_last_error()
     return msg.decode("utf-8", "replace") if msg else ""

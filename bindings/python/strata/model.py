@@ -314,15 +314,17 @@ class Model:
         return self.tensor(t).index
 
     def tensor_bytes(self, name: Union[str, TensorInfo, int], copy: bool = True) -> Union[bytes, memoryview]:
-        """The bytes as stored: a copy, or (copy=False) a read-only view of the mapping that is
-        only valid while the model is open."""
+        """The bytes as stored: a copy, or (copy=False) a zero-copy read-only view of the mapping,
+        valid until close()."""
         p, n = ctypes.c_void_p(), ctypes.c_uint64()
         check(_lib.lib().strata_model_tensor_data(self._handle(), self._index(name), ctypes.byref(p), ctypes.byref(n)))
         if n.value == 0:
             return b"" if copy else memoryview(b"")
         if copy:
             return ctypes.string_at(p.value, n.value)
-        return memoryview((ctypes.c_char * n.value).from_address(p.value)).cast("B").toreadonly()
+        mapped = (ctypes.c_char * n.value).from_address(p.value)
+        mapped.model = self  # the view keeps the model from being collected (close() still ends it)
+        return memoryview(mapped).cast("B").toreadonly()
 
     def read_f32(self, name: Union[str, TensorInfo, int]) -> np.ndarray:
         """The tensor dequantized to float32, numpy-shaped (reversed ne)."""
