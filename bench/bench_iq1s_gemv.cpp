@@ -1,0 +1,314 @@
+// IQ1_S GEMV benchmark: y = W x for a random rows x cols IQ1_S matrix, scalar and AVX2 kernels,
+// 1 and 2 threads, next to an F32 GEMV of the same shape and a memory-read bandwidth measured in
+// the same run. Each figure is the median (and min) over --reps timed repetitions after warm-up.
+//
+// Two regimes per format: "hot" repeats the same matrix (4096 x 4096 IQ1_S is 3.3 MB, F32 is
+// 64 MiB: both can sit in a large L3), "stream" runs one tall matrix of >= --stream-mib MiB so the
+// weights come from DRAM, normalised back to one rows x cols matrix.
+//
+//   bench_iq1s_gemv [--rows 4096] [--cols 4096] [--reps 9] [--bw-mib 1024] [--stream-mib 1024]
+//                   [--json out.json]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "quant/gemv.hpp"
+#include "quant/half.hpp"
+#include "quant/iq1s_dot.hpp"
+#include "util/cpu_features.hpp"
+#include "util/thread_pool.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+using namespace strata;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Stats {
+    double median_ns = 0, min_ns = 0;
+    int reps = 0;
+};
+
+Stats time_it(int reps, const std::function<void()>& fn) {
+    fn();  // warm-up: page faults, caches, thread start
+    fn();
+    std::vector<double> ns;
+    for (int i = 0; i < reps; ++i) {
+        const auto t0 = Clock::now();
+        fn();
+        ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
+    }
+    std::sort(ns.begin(), ns.end());
+    const size_t n = ns.size();
+    return {n % 2 ? ns[n / 2] : 0.5 * (ns[n / 2 - 1] + ns[n / 2]), ns.front(), reps};
+}
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+    return "unknown";
+}
+
+std::string json_escape(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+// Streaming read: the sum of a buffer much larger than the last-level cache, split over threads.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) float stream_sum_avx2(const float* p, int64_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (int64_t i = 0; i + 32 <= n; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    float s = 0;
+    for (float v : lanes) s += v;
+    return s;
+}
+#endif
+
+float stream_sum(const float* p, int64_t n) {
+#if defined(__x86_64__)
+    if (util::cpu_features().avx2) return stream_sum_avx2(p, n);
+#endif
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (int64_t i = 0; i + 4 <= n; i += 4) {
+        s0 += p[i];
+        s1 += p[i + 1];
+        s2 += p[i + 2];
+        s3 += p[i + 3];
+    }
+    return (s0 + s1) + (s2 + s3);
+}
+
+struct Row {
+    std::string format, regime, kernel;
+    int threads;
+    Stats stats;
+    double ns_per_row, ns_per_block, weight_gbps, mem_gbps, vs_f32, of_mem_bw;
+};
+
+template <typename T>
+struct AlignedFree {
+    void operator()(T* p) const { std::free(p); }
+};
+template <typename T>
+std::unique_ptr<T[], AlignedFree<T>> aligned_array(size_t n) {
+    const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+    return std::unique_ptr<T[], AlignedFree<T>>(static_cast<T*>(std::aligned_alloc(64, bytes)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int64_t rows = 4096, cols = 4096, bw_mib = 1024, stream_mib = 1024;
+    int reps = 9;
+    std::string json_path;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> const char* {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "%s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--rows") rows = std::atoll(next());
+        else if (a == "--cols") cols = std::atoll(next());
+        else if (a == "--reps") reps = std::atoi(next());
+        else if (a == "--bw-mib") bw_mib = std::atoll(next());
+        else if (a == "--stream-mib") stream_mib = std::atoll(next());
+        else if (a == "--json") json_path = next();
+        else {
+            std::fprintf(stderr, "usage: %s [--rows N] [--cols N (multiple of 256)] [--reps N] [--bw-mib N] "
+                                 "[--stream-mib N] [--json out.json]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (rows <= 0 || cols <= 0 || cols % 256 != 0 || reps <= 0) {
+        std::fprintf(stderr, "bad arguments\n");
+        return 2;
+    }
+
+    std::mt19937_64 rng(42);
+    const int64_t blocks_per_row = cols / 256;
+    const int64_t hot_blocks = rows * blocks_per_row;
+    const size_t iq1s_row_bytes = size_t(blocks_per_row) * sizeof(quant::block_iq1_s);
+    const size_t f32_row_bytes = size_t(cols) * sizeof(float);
+    // Tall matrices for the streaming regime: whole multiples of rows, at least stream_mib MiB.
+    const int64_t iq1s_copies = std::max<int64_t>(1, (stream_mib << 20) / int64_t(rows * iq1s_row_bytes) + 1);
+    const int64_t f32_copies = std::max<int64_t>(1, (stream_mib << 20) / int64_t(rows * f32_row_bytes) + 1);
+
+    std::printf("preparing: IQ1_S %lld x %lld (x%lld for streaming), F32 (x%lld), %lld MiB bandwidth buffer\n",
+                (long long)rows, (long long)cols, (long long)iq1s_copies, (long long)f32_copies, (long long)bw_mib);
+    auto w = aligned_array<quant::block_iq1_s>(size_t(hot_blocks * iq1s_copies));
+    {
+        std::uniform_real_distribution<float> expo(-3.0f, 0.0f);
+        for (int64_t b = 0; b < hot_blocks * iq1s_copies; ++b) {
+            quant::block_iq1_s& blk = w[size_t(b)];
+            for (auto& q : blk.qs) q = uint8_t(rng());
+            for (auto& h : blk.qh) h = uint16_t(rng());
+            blk.d = quant::f32_to_f16(std::pow(10.0f, expo(rng)) * ((rng() & 1) ? -1.0f : 1.0f));
+        }
+    }
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (auto& v : x) v = normal(rng);
+    const size_t f32_elems = size_t(rows * cols * f32_copies);
+    auto wf = aligned_array<float>(f32_elems);
+    {
+        // Cheap fill (an LCG) for hundreds of MB: values in [-1, 1).
+        uint32_t s = 12345;
+        for (size_t i = 0; i < f32_elems; ++i) {
+            s = s * 1664525u + 1013904223u;
+            wf[i] = float(int32_t(s)) * 0x1p-31f;
+        }
+    }
+    const size_t bw_elems = size_t(bw_mib << 20) / sizeof(float);
+    auto bw = aligned_array<float>(bw_elems);
+    for (size_t i = 0; i < bw_elems; ++i) bw[i] = float(i & 1023);
+
+    std::vector<float> y(static_cast<size_t>(rows * std::max(iq1s_copies, f32_copies)));
+    volatile float sink = 0;
+
+    // Memory-read bandwidth, 1 and 2 threads.
+    double mem_gbps[3] = {0, 0, 0};
+    Stats mem_stats[3];
+    for (int t : {1, 2}) {
+        util::ThreadPool pool(t);
+        mem_stats[t] = time_it(reps, [&] {
+            std::vector<float> part(size_t(t), 0.0f);
+            pool.parallel_for(t, [&](int64_t b, int64_t) {
+                const int64_t chunk = int64_t(bw_elems) / t / 32 * 32;
+                part[size_t(b)] = stream_sum(bw.get() + b * chunk, chunk);
+            });
+            for (float p : part) sink = sink + p;
+        });
+        mem_gbps[t] = double(bw_elems / size_t(t) / 32 * 32 * size_t(t)) * sizeof(float) / mem_stats[t].median_ns;
+    }
+
+    std::vector<Row> table;
+    std::vector<quant::Iq1sKernel> kernels{quant::Iq1sKernel::scalar};
+    if (quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::avx2)
+        kernels.push_back(quant::Iq1sKernel::avx2);
+
+    for (const char* regime : {"hot", "stream"}) {
+        const bool stream = std::strcmp(regime, "stream") == 0;
+        for (int t : {1, 2}) {
+            util::ThreadPool pool(t);
+            for (quant::Iq1sKernel k : kernels) {
+                const quant::GemvOptions opt{t > 1 ? &pool : nullptr, k};
+                // F32 first: its time is the denominator of the IQ1_S rows below.
+                const int64_t fr = stream ? rows * f32_copies : rows;
+                Stats fs = time_it(stream ? std::max(3, reps / 2) : reps, [&] {
+                    quant::gemv_f32(wf.get(), fr, cols, x.data(), y.data(), opt);
+                });
+                const double f_scale = double(fr) / double(rows);  // per rows x cols matrix
+                const double f_ns = fs.median_ns / f_scale;
+                const int64_t ir = stream ? rows * iq1s_copies : rows;
+                Stats is = time_it(reps, [&] { quant::gemv_iq1s(w.get(), ir, cols, x.data(), y.data(), opt); });
+                const double i_scale = double(ir) / double(rows);
+                const double i_ns = is.median_ns / i_scale;
+                Row fr_row{"F32", regime, quant::iq1s_kernel_name(k), t, fs, f_ns / double(rows),
+                           f_ns / double(hot_blocks), double(rows) * double(f32_row_bytes) / f_ns, mem_gbps[t], 1.0, 0};
+                fr_row.stats.median_ns = f_ns;
+                fr_row.stats.min_ns = fs.min_ns / f_scale;
+                fr_row.of_mem_bw = fr_row.weight_gbps / mem_gbps[t];
+                Row ir_row{"IQ1_S", regime, quant::iq1s_kernel_name(k), t, is, i_ns / double(rows),
+                           i_ns / double(hot_blocks), double(rows) * double(iq1s_row_bytes) / i_ns, mem_gbps[t],
+                           f_ns / i_ns, 0};
+                ir_row.stats.median_ns = i_ns;
+                ir_row.stats.min_ns = is.min_ns / i_scale;
+                ir_row.of_mem_bw = ir_row.weight_gbps / mem_gbps[t];
+                table.push_back(fr_row);
+                table.push_back(ir_row);
+            }
+        }
+    }
+
+    const std::string cpu = cpu_model();
+    const unsigned hw = std::thread::hardware_concurrency();
+#if defined(__clang__)
+    const std::string compiler = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+    const std::string compiler = std::string("g++ ") + __VERSION__;
+#else
+    const std::string compiler = "unknown";
+#endif
+    const std::string flags = STRATA_BENCH_CXX_FLAGS;
+    std::printf("\nIQ1_S GEMV %lld x %lld (%zu-byte blocks, %.2f MB of IQ1_S weights, %.1f MB as F32)\n",
+                (long long)rows, (long long)cols, sizeof(quant::block_iq1_s), double(rows) * double(iq1s_row_bytes) / 1e6,
+                double(rows) * double(f32_row_bytes) / 1e6);
+    std::printf("cpu: %s (%u hardware threads); %s; build %s, flags '%s'; AVX2 kernels in *_avx2.cpp with "
+                "-mavx2 -mfma -mf16c\n", cpu.c_str(), hw, compiler.c_str(), STRATA_BENCH_BUILD_TYPE, flags.c_str());
+    std::printf("memory read bandwidth (%lld MiB streaming sum): 1 thread %.2f GB/s, 2 threads %.2f GB/s\n",
+                (long long)bw_mib, mem_gbps[1], mem_gbps[2]);
+    std::printf("times per rows x cols GEMV (IQ1_S includes quantizing x to Q8_K); reps %d, median (min)\n\n", reps);
+    std::printf("%-6s %-6s %-7s %3s %12s %12s %10s %10s %9s %9s %9s\n", "format", "regime", "kernel", "thr",
+                "median us", "min us", "ns/row", "ns/block", "GB/s", "x F32", "of membw");
+    for (const Row& r : table)
+        std::printf("%-6s %-6s %-7s %3d %12.1f %12.1f %10.1f %10.2f %9.2f %9.2f %8.0f%%\n", r.format.c_str(),
+                    r.regime.c_str(), r.kernel.c_str(), r.threads, r.stats.median_ns / 1e3, r.stats.min_ns / 1e3,
+                    r.ns_per_row, r.ns_per_block, r.weight_gbps, r.vs_f32, 100.0 * r.of_mem_bw);
+    std::printf("\nns/block = wall time / (rows*cols/256) blocks (for 2 threads: aggregate; x2 for per-thread cost);"
+                " GB/s = weight bytes / time; x F32 = F32 time / this time, same kernel family, threads and regime.\n");
+
+    if (!json_path.empty()) {
+        std::ostringstream j;
+        j << "{\n  \"benchmark\": \"iq1s_gemv\",\n  \"rows\": " << rows << ", \"cols\": " << cols
+          << ",\n  \"reps\": " << reps << ",\n  \"machine\": {\"cpu\": \"" << json_escape(cpu)
+          << "\", \"hardware_threads\": " << hw << ", \"avx2\": " << (util::cpu_features().avx2 ? "true" : "false")
+          << "},\n  \"compiler\": \"" << json_escape(compiler) << "\",\n  \"build_type\": \"" << STRATA_BENCH_BUILD_TYPE
+          << "\",\n  \"flags\": \"" << json_escape(flags) << "\",\n  \"avx2_kernel_flags\": \"-mavx2 -mfma -mf16c\""
+          << ",\n  \"memory_bandwidth\": {\"buffer_mib\": " << bw_mib << ", \"method\": \"streaming float sum\""
+          << ", \"threads_1\": {\"gbps\": " << mem_gbps[1] << ", \"median_ns\": " << mem_stats[1].median_ns
+          << ", \"min_ns\": " << mem_stats[1].min_ns << "}, \"threads_2\": {\"gbps\": " << mem_gbps[2]
+          << ", \"median_ns\": " << mem_stats[2].median_ns << ", \"min_ns\": " << mem_stats[2].min_ns << "}},\n"
+          << "  \"stream_copies\": {\"iq1s\": " << iq1s_copies << ", \"f32\": " << f32_copies << "},\n"
+          << "  \"results\": [\n";
+        for (size_t i = 0; i < table.size(); ++i) {
+            const Row& r = table[i];
+            j << "    {\"format\": \"" << r.format << "\", \"regime\": \"" << r.regime << "\", \"kernel\": \""
+              << r.kernel << "\", \"threads\": " << r.threads << ", \"median_ns\": " << r.stats.median_ns
+              << ", \"min_ns\": " << r.stats.min_ns << ", \"reps\": " << r.stats.reps << ", \"ns_per_row\": "
+              << r.ns_per_row << ", \"ns_per_block\": " << r.ns_per_block << ", \"weight_gbps\": " << r.weight_gbps
+              << ", \"speedup_vs_f32\": " << r.vs_f32 << ", \"fraction_of_mem_bw\": " << r.of_mem_bw << "}"
+              << (i + 1 < table.size() ? ",\n" : "\n");
+        }
+        j << "  ]\n}\n";
+        std::ofstream out(json_path);
+        out << j.str();
+        if (!out) {
+            std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+            return 1;
+        }
+        std::printf("wrote %s\n", json_path.c_str());
+    }
+    return sink == 12345.0f ? 3 : 0;
+}
