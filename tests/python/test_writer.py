@@ -139,3 +139,19 @@ def test_a_split_with_more_shards_than_tensors_still_opens(tmp_path):
     with pytest.raises(strata.StrataError) as e:
         w.write(tmp_path / "zero.gguf", n_shards=0)
     assert e.value.status == strata.Status.INVALID_ARGUMENT
+
+
+def test_the_writers_iq1s_quantizer_reproduces_ggmls_bytes_on_the_golden_cases(fixtures_dir, tmp_path):
+    folder = fixtures_dir / "iq1s"
+    cases = sorted(p.name[: -len("_imatrix.npy")] for p in folder.glob("*_imatrix.npy"))
+    assert len(cases) >= 4, cases
+    w = strata.Writer()
+    for c in cases:
+        w.add_tensor(c, np.load(folder / f"{c}_input.npy"), type="iq1_s", imatrix=np.load(folder / f"{c}_imatrix.npy"))
+    [path] = w.write(tmp_path / "golden.gguf")
+    with strata.Model(path) as m:
+        for c in cases:
+            want = np.load(folder / f"{c}_iq1s.npy")
+            got = np.frombuffer(m.tensor_bytes(c), dtype=np.uint8).reshape(want.shape)
+            differing = np.flatnonzero((got != want).any(axis=1))
+            assert differing.size == 0, f"{c}: rows {differing.tolist()} differ from ggml_quantize_chunk"
