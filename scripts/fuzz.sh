@@ -19,6 +19,16 @@ mkdir -p "$corpus" "$build/crashes"
 find "$fixtures" -name '*.gguf' -exec cp -f {} "$corpus/" \;
 
 jobs="${STRATA_FUZZ_JOBS:-1}"
-"$build/tests/fuzz/fuzz_gguf_reader" "$corpus" -max_total_time="$seconds" -max_len=65536 \
+before=$(ls "$build/crashes" | wc -l)
+# Run inside the build folder: with -jobs libFuzzer writes fuzz-N.log to the current directory.
+status=0
+(cd "$build" && "$build/tests/fuzz/fuzz_gguf_reader" "$corpus" -max_total_time="$seconds" -max_len=65536 \
   -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$build/crashes/" -print_final_stats=1 \
-  -jobs="$jobs" -workers="$jobs" "$@"
+  -jobs="$jobs" -workers="$jobs" "$@") || status=$?
+after=$(ls "$build/crashes" | wc -l)
+if [ "$status" -ne 0 ] || [ "$after" -ne "$before" ]; then
+  echo "fuzz: FAILED (exit $status); new artifacts in $build/crashes:" >&2
+  ls -t "$build/crashes" | head -n $((after - before > 0 ? after - before : 5)) >&2
+  exit 1
+fi
+echo "fuzz: no crash in ${seconds}s x $jobs job(s)"
