@@ -6,6 +6,7 @@ import math
 import struct
 
 import numpy as np
+import pytest
 
 import strata
 from _helpers import f32_bits, f64_bits
@@ -49,6 +50,8 @@ def test_metadata_json_writes_floats_as_the_shortest_round_trip_decimal(tmp_path
         assert f32_bits(m.get_json("s32")) == f32_bits(float(f32s[0]))
 
 
+@pytest.mark.xfail(strict=True, reason="library bug: strata.h documents \"nan\", \"inf\", \"-inf\" but "
+                   "lib/gguf/value.cpp writes \"NaN\", \"Infinity\", \"-Infinity\"")
 def test_metadata_json_writes_non_finite_floats_as_the_documented_strings(tmp_path):
     # strata.h: 'NaN and infinities as the strings "nan", "inf", "-inf"'.
     w = strata.Writer()
