@@ -95,3 +95,62 @@ TEST_CASE("a gap between tensors is accepted, as the format allows") {
         CHECK(std::memcmp(a.data, b.data, a.nbytes) == 0);
     }
 }
+
+TEST_CASE("every truncation and single-byte corruption of the fixture is either read or refused cleanly") {
+    const auto bytes = strata::test::read_file(strata::test::fixtures_dir() / "gguf" / "tiny-model.gguf");
+    size_t accepted = 0;
+    for (size_t n = 0; n < 10034; n += 7) {  // 10034: end of the last tensor
+        CAPTURE(n);
+        try {
+            ModelFile::parse_memory({bytes.data(), n}, "prefix");
+            ++accepted;
+        } catch (const strata::Error& e) {
+            CHECK((e.status() == Status::format || e.status() == Status::unsupported));
+        }
+    }
+    CHECK(accepted == 0);
+    std::vector<uint8_t> copy = bytes;
+    for (size_t i = 0; i < 5824; i += 3) {  // header, metadata and tensor infos
+        CAPTURE(i);
+        copy[i] ^= 0xA5;
+        try {
+            ModelFile::parse_memory(copy, "flip");
+        } catch (const strata::Error&) {
+        }
+        copy[i] = bytes[i];
+    }
+}
+
+TEST_CASE("arrays nested deeper than the limit and bool values other than 0 and 1 are refused") {
+    // Hand-made: header, one key "k" holding `depth` nested arrays, no tensors.
+    auto file = [](uint32_t depth) {
+        std::vector<uint8_t> b = {'G', 'G', 'U', 'F', 3, 0, 0, 0};
+        auto u64 = [&](uint64_t v) { for (int i = 0; i < 8; ++i) b.push_back(uint8_t(v >> (8 * i))); };
+        auto u32 = [&](uint32_t v) { for (int i = 0; i < 4; ++i) b.push_back(uint8_t(v >> (8 * i))); };
+        u64(0);
+        u64(1);
+        u64(1);
+        b.push_back('k');
+        u32(9);
+        for (uint32_t d = 0; d + 1 < depth; ++d) {
+            u32(9);
+            u64(1);
+        }
+        u32(7);  // innermost: bool array with one element 2
+        u64(1);
+        b.push_back(2);
+        return b;
+    };
+    try {
+        ModelFile::parse_memory(file(1000), "deep.gguf");
+        FAIL("accepted");
+    } catch (const strata::Error& e) {
+        CHECK(std::string(e.what()).find("nests arrays deeper than 64 levels") != std::string::npos);
+    }
+    try {
+        ModelFile::parse_memory(file(3), "bool.gguf");
+        FAIL("accepted");
+    } catch (const strata::Error& e) {
+        CHECK(std::string(e.what()).find("has bool value 2 (must be 0 or 1)") != std::string::npos);
+    }
+}
