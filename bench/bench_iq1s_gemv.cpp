@@ -66,6 +66,15 @@ std::string cpu_model() {
     return "unknown";
 }
 
+// The 1-minute load average: on a shared machine other processes inflate the timings (the min
+// column is then the more telling one), so the report records it before and after the run.
+std::string loadavg() {
+    std::ifstream in("/proc/loadavg");
+    std::string a;
+    in >> a;
+    return a.empty() ? "unknown" : a;
+}
+
 std::string json_escape(const std::string& s) {
     std::string out;
     for (char c : s) {
@@ -156,6 +165,7 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    const std::string load_before = loadavg();
     std::mt19937_64 rng(42);
     const int64_t blocks_per_row = cols / 256;
     const int64_t hot_blocks = rows * blocks_per_row;
@@ -252,6 +262,7 @@ int main(int argc, char** argv) {
         }
     }
 
+    const std::string load_after = loadavg();
     const std::string cpu = cpu_model();
     const unsigned hw = std::thread::hardware_concurrency();
 #if defined(__clang__)
@@ -267,6 +278,7 @@ int main(int argc, char** argv) {
                 double(rows) * double(f32_row_bytes) / 1e6);
     std::printf("cpu: %s (%u hardware threads); %s; build %s, flags '%s'; AVX2 kernels in *_avx2.cpp with "
                 "-mavx2 -mfma -mf16c\n", cpu.c_str(), hw, compiler.c_str(), STRATA_BENCH_BUILD_TYPE, flags.c_str());
+    std::printf("load average (1 min) before %s, after %s\n", load_before.c_str(), load_after.c_str());
     std::printf("memory read bandwidth (%lld MiB streaming sum): 1 thread %.2f GB/s, 2 threads %.2f GB/s\n",
                 (long long)bw_mib, mem_gbps[1], mem_gbps[2]);
     std::printf("times per rows x cols GEMV (IQ1_S includes quantizing x to Q8_K); reps %d, median (min)\n\n", reps);
@@ -284,7 +296,8 @@ int main(int argc, char** argv) {
         j << "{\n  \"benchmark\": \"iq1s_gemv\",\n  \"rows\": " << rows << ", \"cols\": " << cols
           << ",\n  \"reps\": " << reps << ",\n  \"machine\": {\"cpu\": \"" << json_escape(cpu)
           << "\", \"hardware_threads\": " << hw << ", \"avx2\": " << (util::cpu_features().avx2 ? "true" : "false")
-          << "},\n  \"compiler\": \"" << json_escape(compiler) << "\",\n  \"build_type\": \"" << STRATA_BENCH_BUILD_TYPE
+          << "},\n  \"loadavg_1min\": {\"before\": \"" << load_before << "\", \"after\": \"" << load_after
+          << "\"},\n  \"compiler\": \"" << json_escape(compiler) << "\",\n  \"build_type\": \"" << STRATA_BENCH_BUILD_TYPE
           << "\",\n  \"flags\": \"" << json_escape(flags) << "\",\n  \"avx2_kernel_flags\": \"-mavx2 -mfma -mf16c\""
           << ",\n  \"memory_bandwidth\": {\"buffer_mib\": " << bw_mib << ", \"method\": \"streaming float sum\""
           << ", \"threads_1\": {\"gbps\": " << mem_gbps[1] << ", \"median_ns\": " << mem_stats[1].median_ns

@@ -10,6 +10,7 @@
 #include "quant/convert.hpp"
 #include "quant/formats.hpp"
 #include "quant/half.hpp"
+#include "quant/iq1s_quantize.hpp"
 #include "quant/q8_0.hpp"
 #include "quant/q8_k.hpp"
 #include "quant_test_util.hpp"
@@ -268,4 +269,28 @@ TEST_CASE("dequantize_row(IQ1_S) decodes every fixture bit for bit") {
         for (size_t i = 0; i < got.size(); ++i) mismatches += quant::f32_to_bits(got[i]) != expected[i];
         CHECK(mismatches == 0);
     }
+}
+
+TEST_CASE("quantize_row(IQ1_S) hands the row and its imatrix to the IQ1_S quantizer unchanged") {
+    const uint64_t seed = test::test_seed();
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    const auto x = test::random_normal(rng, 512);
+    std::vector<float> imatrix(512);
+    std::uniform_real_distribution<float> u(0.1f, 10.0f);
+    for (auto& v : imatrix) v = u(rng);
+    std::vector<uint8_t> via_dispatch(quant::row_size(quant::kTypeIQ1_S, 512)), direct(via_dispatch.size());
+    REQUIRE(via_dispatch.size() == 100);
+    quant::quantize_row(quant::kTypeIQ1_S, x.data(), via_dispatch.data(), 512, imatrix.data());
+    quant::quantize_row_iq1s(x.data(), direct.data(), 512, imatrix.data());
+    CHECK(via_dispatch == direct);
+    // And it decodes to something close to x (IQ1_S relative RMSE is about 0.5 on Gaussian data).
+    std::vector<float> back(512);
+    quant::dequantize_row(quant::kTypeIQ1_S, via_dispatch.data(), back.data(), 512);
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < 512; ++i) {
+        err += (double(back[i]) - x[i]) * (double(back[i]) - x[i]);
+        ref += double(x[i]) * x[i];
+    }
+    CHECK(std::sqrt(err / ref) < 0.8);
 }
