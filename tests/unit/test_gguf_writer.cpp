@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "gguf/ggml_types.hpp"
@@ -85,6 +86,8 @@ TEST_CASE("every value type, nested arrays included, survives a write and a read
     w.set_f32("f32", -0.0f);
     w.set_f64("f64", 1e-300);
     w.set_bool("bool", true);
+    const float non_finite[] = {NAN, INFINITY, -INFINITY, 1.5f};
+    w.set_array("non_finite", ValueType::f32, non_finite, 4);
     w.set_string("str", std::string("a\0b", 3));
     const int16_t shorts[] = {-1, 2, -3};
     w.set_array("arr_i16", ValueType::i16, shorts, 3);
@@ -122,6 +125,7 @@ TEST_CASE("every value type, nested arrays included, survives a write and a read
     CHECK(v("bool").as_bool() == true);
     CHECK(v("str").as_string() == std::string_view("a\0b", 3));
     CHECK(v("arr_i16").to_json() == "[-1,2,-3]");
+    CHECK(v("non_finite").to_json() == "[\"NaN\",\"Infinity\",\"-Infinity\",1.5]");
     CHECK(v("arr_str").to_json() == "[\"x\",\"\",\"yz\"]");
     CHECK(v("nested").to_json() == "[[1.5,-2.25],[\"deep\"],[[]]]");
     CHECK(v("nested").at(0).element_type() == ValueType::f32);
