@@ -185,7 +185,7 @@ STRATA_API strata_status strata_model_metadata_array_string(const strata_model* 
 
 /* Any value (nested arrays included) as JSON text, NUL-terminated. Floats are written as the
  * shortest decimal that reads back to the same bits; NaN and infinities as the strings
- * "nan", "inf", "-inf". Writes at most `capacity` bytes; *out_needed (may be NULL) receives
+ * "NaN", "Infinity", "-Infinity" (JSON has no literal for them). Writes at most `capacity` bytes; *out_needed (may be NULL) receives
  * the size needed including the NUL. */
 STRATA_API strata_status strata_model_metadata_json(const strata_model* model, const char* key, char* buffer,
                                                     size_t capacity, size_t* out_needed);

@@ -1,23 +1,52 @@
 #include "util/cpu_features.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace strata::util {
+
+namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+// CPUID bits (Intel SDM vol. 2A, CPUID): read directly because __builtin_cpu_supports does not
+// know every feature name on every compiler (clang 14 lacks "f16c").
+CpuFeatures detect() {
+    CpuFeatures f;
+    unsigned eax, ebx, ecx, edx;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+    const bool osxsave = ecx & (1u << 27);
+    const bool avx = ecx & (1u << 28);
+    if (!osxsave || !avx) return f;
+    // The OS must save the YMM (and for AVX-512 the ZMM/opmask) state across context switches.
+    uint32_t xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    const bool ymm = (xcr0_lo & 0x6u) == 0x6u;
+    const bool zmm = (xcr0_lo & 0xe6u) == 0xe6u;
+    if (!ymm) return f;
+    f.fma = ecx & (1u << 12);
+    f.f16c = ecx & (1u << 29);
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
+        f.avx2 = ebx & (1u << 5);
+        f.avx512f = zmm && (ebx & (1u << 16));
+    }
+    return f;
+}
+#else
+CpuFeatures detect() { return {}; }
+#endif
+
+}  // namespace
 
 const CpuFeatures& cpu_features() {
     static const CpuFeatures features = [] {
-        CpuFeatures f;
         const char* force = std::getenv("STRATA_CPU");
-        if (force && std::strcmp(force, "scalar") == 0) return f;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_cpu_init();
-        f.avx2 = __builtin_cpu_supports("avx2");
-        f.fma = __builtin_cpu_supports("fma");
-        f.f16c = __builtin_cpu_supports("f16c");
-        f.avx512f = __builtin_cpu_supports("avx512f");
-#endif
-        return f;
+        if (force && std::strcmp(force, "scalar") == 0) return CpuFeatures{};
+        return detect();
     }();
     return features;
 }
