@@ -37,7 +37,7 @@ void gemv_iq1s_q8k(const void* w, int64_t rows, int64_t cols, const block_q8_K* 
     for_rows(rows, options, [&](int64_t begin, int64_t end) {
 #if defined(__x86_64__)
         if (kernel == Iq1sKernel::avx2) {
-            for (int64_t r = begin; r < end; ++r) y[r] = vec_dot_iq1s_q8k_avx2(cols, wb + r * blocks_per_row, xq);
+            vec_dot_iq1s_q8k_avx2_rows(cols, wb + begin * blocks_per_row, blocks_per_row, end - begin, xq, y + begin);
             return;
         }
 #endif

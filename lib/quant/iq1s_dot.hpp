@@ -37,6 +37,11 @@ Iq1sLaneSums iq1s_lane_sums_avx2(const block_iq1_s& x, const block_q8_K& y);  //
 // n must be a positive multiple of 256 (not checked here: callers validate shapes once).
 float vec_dot_iq1s_q8k_scalar(int64_t n, const block_iq1_s* x, const block_q8_K* y);
 float vec_dot_iq1s_q8k_avx2(int64_t n, const block_iq1_s* x, const block_q8_K* y);  // AVX2 CPUs only
+// rows consecutive rows (row i starts at x + i * row_stride_blocks) against the same activations,
+// in groups of 4 that share their activation loads; out[i] is bit-identical to
+// vec_dot_iq1s_q8k_avx2(n, x + i * row_stride_blocks, y). AVX2 CPUs only.
+void vec_dot_iq1s_q8k_avx2_rows(int64_t n, const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows,
+                                const block_q8_K* y, float* out);
 
 // Checked entry point: throws Error(invalid_argument) unless n is a positive multiple of 256 and
 // the pointers are non-null.

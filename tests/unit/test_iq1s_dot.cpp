@@ -201,3 +201,42 @@ TEST_CASE("the checked dot entry point rejects bad lengths and null operands") {
     CHECK(quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) ==
           (have_avx2() ? quant::Iq1sKernel::avx2 : quant::Iq1sKernel::scalar));
 }
+
+TEST_CASE("the grouped AVX2 row kernel gives each row bit-identically what the one-row kernel gives") {
+    if (!have_avx2()) {
+        MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2+FMA+F16C");
+        return;
+    }
+    // Fixtures first: every row must still equal ggml's vec_dot bit for bit.
+    for (const char* name : kCases) {
+        CAPTURE(name);
+        const auto w = test::blocks_from_bytes<quant::block_iq1_s>(test::read_npy(fixture(name, "iq1s")).data);
+        const auto y = test::blocks_from_bytes<quant::block_q8_K>(test::read_npy(fixture(name, "x_q8k")).data);
+        const auto vec_dot = test::read_npy(fixture(name, "dot_vec_dot")).as<float>();
+        const int64_t nb = int64_t(y.size());
+        std::vector<float> out(vec_dot.size());
+        quant::vec_dot_iq1s_q8k_avx2_rows(nb * 256, w.data(), nb, int64_t(out.size()), y.data(), out.data());
+        for (size_t r = 0; r < out.size(); ++r) {
+            CAPTURE(r);
+            CHECK(quant::f32_to_bits(out[r]) == quant::f32_to_bits(vec_dot[r]));
+        }
+    }
+    const uint64_t seed = test::test_seed();
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    for (int64_t rows = 1; rows <= 11; ++rows) {
+        CAPTURE(rows);
+        const int64_t n = 768, stride = 5;  // a stride wider than the row: rows need not be adjacent
+        std::vector<quant::block_iq1_s> w(size_t(rows * stride));
+        for (auto& b : w) b = test::random_iq1s_block(rng);
+        std::vector<quant::block_q8_K> y(3);
+        for (auto& b : y) b = test::random_q8k_block(rng);
+        std::vector<float> out(static_cast<size_t>(rows), -1.0f);
+        quant::vec_dot_iq1s_q8k_avx2_rows(n, w.data(), stride, rows, y.data(), out.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            CAPTURE(r);
+            const float one = quant::vec_dot_iq1s_q8k_avx2(n, w.data() + r * stride, y.data());
+            CHECK(quant::f32_to_bits(out[size_t(r)]) == quant::f32_to_bits(one));
+        }
+    }
+}
