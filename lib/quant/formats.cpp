@@ -56,7 +56,10 @@ int64_t block_elements(uint32_t ggml_type) { return checked_layout(ggml_type, 0)
 
 size_t row_size(uint32_t ggml_type, int64_t n) {
     const Layout layout = checked_layout(ggml_type, n);
-    return size_t(n / layout.block_elements) * layout.block_bytes;
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(size_t(n / layout.block_elements), layout.block_bytes, &bytes))
+        fail(Status::invalid_argument, "quant: row of " + std::to_string(n) + " elements overflows size_t");
+    return bytes;
 }
 
 void dequantize_row(uint32_t ggml_type, const void* src, float* dst, int64_t n) {

@@ -18,7 +18,8 @@ static_assert(sizeof(block_q8_K) == 292, "block_q8_K must be 292 bytes, as ggml 
 // ggml's quantize_row_q8_K_ref, reproduced bit for bit: m = the first element of largest |x|,
 // iscale = -127/m, q = round-half-even(float(iscale * x)) clamped at 127, d = 1/iscale.
 // An all-zero block gets d = 0, qs = 0 and (unlike ggml, which leaves them unwritten) bsums = 0.
-// n must be a multiple of 256.
+// n must be a multiple of 256. A block holding Inf or NaN gets unspecified (but memory-safe) values,
+// as in ggml.
 void quantize_row_q8_k(const float* x, block_q8_K* y, int64_t n);
 void dequantize_row_q8_k(const block_q8_K* x, float* y, int64_t n);
 

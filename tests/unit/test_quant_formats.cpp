@@ -246,6 +246,7 @@ TEST_CASE("the format dispatch knows its types, sizes rows and rejects what it c
     CHECK(row_size(kTypeIQ1_S, 4096) == 800);
     CHECK_THROWS_AS(row_size(kTypeIQ1_S, 100), Error);
     CHECK_THROWS_AS(row_size(kTypeQ8_0, -32), Error);
+    CHECK_THROWS_AS(row_size(kTypeF32, int64_t(1) << 62), Error);
     float f[32] = {};
     uint8_t buf[64] = {};
     try {
