@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
 #else
     const std::string compiler = "unknown";
 #endif
-    const std::string flags = STRATA_BENCH_CXX_FLAGS;
+    const std::string flags = std::string(STRATA_BENCH_CXX_FLAGS) + " | strata_core: " + STRATA_BENCH_CORE_OPTIONS;
     std::printf("\nIQ1_S GEMV %lld x %lld (%zu-byte blocks, %.2f MB of IQ1_S weights, %.1f MB as F32)\n",
                 (long long)rows, (long long)cols, sizeof(quant::block_iq1_s), double(rows) * double(iq1s_row_bytes) / 1e6,
                 double(rows) * double(f32_row_bytes) / 1e6);
