@@ -5,9 +5,11 @@
 //    parked in a small stack array, from which each group's 8-byte grid entry is fetched with a
 //    broadcast load (a pure load uop) and four of them are merged with blends (no shuffle port);
 //  - the table holds grid+1 in {0,1,2}, so vpmaddubsw (unsigned x signed) takes it directly:
-//    pairs of (g+1)*q8 minus pairs of 1*q8 give pairs of g*q8 exactly (|pair| <= 256, no saturation);
+//    pairs of (g+1)*q8 (within +-512: no saturation) minus pairs of 1*q8 give pairs of g*q8 exactly;
 //  - vpmaddwd by the sub-block scale 2l+1 widens to eight int32 lanes, in ggml's lane order, so the
-//    float32 accumulation below can follow ggml's AVX2 kernel operation for operation (bit-exact).
+//    float32 accumulation below can follow ggml's AVX2 kernel operation for operation (bit-exact);
+//  - GEMV runs rows in groups of four against the same Q8_K block, sharing the activation loads
+//    and the 1*q8 pairs (vec_dot_iq1s_q8k_avx2_rows); every row still gets the one-row result.
 // Only intrinsics and this file's own static functions are used here: an inline function from a
 // shared header compiled with AVX2 could be picked by the linker for the portable callers too.
 #if defined(__x86_64__)
