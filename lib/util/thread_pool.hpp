@@ -2,6 +2,7 @@
 // there is no global pool, so two models (or two sessions) can each hold their own.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -35,15 +36,18 @@ private:
     int n_threads_;
     std::vector<std::thread> threads_;
     std::mutex call_mutex_;  // serializes parallel_for callers
+    // Workers and the caller spin briefly (kSpinMicros in the .cpp) on these atomics before blocking on
+    // the condition variables: decode runs GEMVs back to back, and waking a sleeping thread costs
+    // tens of microseconds on a VM, as much as a whole small GEMV.
     std::mutex mutex_;
     std::condition_variable start_cv_;
     std::condition_variable done_cv_;
-    uint64_t generation_ = 0;
-    int pending_ = 0;
-    bool stop_ = false;
+    std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) once per parallel_for
+    std::atomic<int> pending_{0};          // workers still running the current call
+    std::atomic<bool> stop_{false};
     int64_t n_ = 0;
     const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
-    std::exception_ptr error_;
+    std::exception_ptr error_;  // guarded by mutex_
 };
 
 }  // namespace strata::util

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -181,4 +183,21 @@ TEST_CASE("two thread pools used at once from two threads do not interfere") {
     tb.join();
     CHECK(sa.load() == 200 * 2016);
     CHECK(sb.load() == 200 * 2016);
+}
+
+TEST_CASE("the thread pool hands out work correctly whether its workers are spinning or asleep") {
+    util::ThreadPool pool(3);
+    for (int call = 0; call < 300; ++call) {
+        // Every few calls, pause longer than the spin budget so the workers block on the condvar.
+        if (call % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+        const int64_t n = 1 + call % 13;
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) ++hits[size_t(i)];
+        });
+        int wrong = 0;
+        for (auto& h : hits) wrong += h.load() != 1;
+        CAPTURE(call);
+        REQUIRE(wrong == 0);
+    }
 }
