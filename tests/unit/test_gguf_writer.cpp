@@ -17,16 +17,9 @@ using namespace strata::gguf;
 
 namespace {
 
-std::filesystem::path fixture(const char* name) { return strata::test::fixtures_dir() / "gguf" / name; }
+std::filesystem::path fixture(const char* name) { return strata::test::gguf_fixture(name); }
 
-// A fresh empty directory under /tmp for one test.
-std::filesystem::path temp_dir(const char* tag) {
-    auto dir = std::filesystem::temp_directory_path() /
-               ("strata-gguf-" + std::string(tag) + "-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
-}
+std::filesystem::path temp_dir(const char* tag) { return strata::test::fresh_temp_dir(std::string("gguf-") + tag); }
 
 Writer copy_of(const ModelFile& model) {
     Writer w;

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace strata::test {
 
 // $STRATA_FIXTURES overrides the directory configured at build time (../shared/fixtures).
@@ -20,6 +22,17 @@ inline std::filesystem::path fixtures_dir() {
     if (!std::filesystem::is_directory(dir / "iq1s") || !std::filesystem::is_directory(dir / "gguf"))
         throw std::runtime_error("ggml fixtures not found in '" + dir.string() +
                                  "': set STRATA_FIXTURES to the shared/fixtures directory");
+    return dir;
+}
+
+// A file of the GGUF fixture set, e.g. gguf_fixture("broken/bad_magic.gguf").
+inline std::filesystem::path gguf_fixture(const std::string& name) { return fixtures_dir() / "gguf" / name; }
+
+// A fresh, empty directory under the system temp directory for one test (per process and tag).
+inline std::filesystem::path fresh_temp_dir(const std::string& tag) {
+    auto dir = std::filesystem::temp_directory_path() / ("strata-test-" + tag + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
     return dir;
 }
 

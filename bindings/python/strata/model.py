@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, Union
 import numpy as np
 
 from . import _lib
+from ._handle import OwnedHandle
 from ._lib import check
 from ._types import FLOAT_TYPES, SIGNED_TYPES, MetadataType, ValueType, tensor_type_name
 from .errors import StrataError
@@ -63,7 +64,7 @@ def _decode_string(raw: bytes) -> Union[str, bytes]:
         return raw
 
 
-class Model:
+class Model(OwnedHandle):
     """A GGUF model opened by libstrata.
 
     ``paths``: one path (a single file or the first shard NAME-00001-of-0000N.gguf, whose
@@ -74,6 +75,8 @@ class Model:
     Metadata strings are returned as ``str`` when they are valid UTF-8, otherwise as the raw
     ``bytes``.
     """
+
+    _FREE = "strata_model_free"
 
     def __init__(self, paths: Union[PathLike, Sequence[PathLike]], digest_cache_dir: Optional[PathLike] = None,
                  use_digest_cache: bool = True, progress: Optional[ProgressFn] = None):
@@ -107,24 +110,6 @@ class Model:
         self._tensors: Optional[list[TensorInfo]] = None
         self._by_name: dict[str, TensorInfo] = {}
 
-    # --- lifetime ---------------------------------------------------------------------------
-    def close(self) -> None:
-        """Free the model (idempotent)."""
-        h, self._h = self._h, None
-        if h:
-            _lib.lib().strata_model_free(h)
-
-    def __enter__(self) -> "Model":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
 
     @property
     def closed(self) -> bool:

@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from . import _lib
+from ._handle import OwnedHandle
 from ._lib import check
 from ._types import (FLOAT_TYPES, INTEGER_TYPES, SIGNED_TYPES, STRUCT_FORMATS, ValueType, tensor_type_id)
 from .model import _key
@@ -63,7 +64,7 @@ def _parse_type(type_: Union[ValueType, int, str, None]) -> Optional[ValueType]:
     return ValueType.parse(type_)
 
 
-class Writer:
+class Writer(OwnedHandle):
     """Collects metadata and tensors, then writes one GGUF file or N shards.
 
     Value types are inferred unless ``type`` is given: bool -> bool, int -> i32 (i64 / u64 when
@@ -71,28 +72,14 @@ class Writer:
     list -> array (type = element type). ``general.alignment`` (u32) sets the file alignment.
     """
 
+    _FREE = "strata_writer_free"
+
     def __init__(self) -> None:
         self._h: Optional[int] = None
         h = ctypes.c_void_p()
         check(_lib.lib().strata_writer_create(ctypes.byref(h)))
         self._h = h.value
 
-    def close(self) -> None:
-        h, self._h = self._h, None
-        if h:
-            _lib.lib().strata_writer_free(h)
-
-    def __enter__(self) -> "Writer":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
     def _handle(self) -> int:
         if self._h is None:
