@@ -72,7 +72,8 @@ enum {
     STRATA_ERR_BUFFER_TOO_SMALL = 6, /* the needed size was written to the size out-parameter */
     STRATA_ERR_OUT_OF_MEMORY = 7,
     STRATA_ERR_INTERNAL = 8,         /* a bug in strata: please report it */
-    STRATA_ERR_TYPE_MISMATCH = 9     /* a metadata value exists but has another type */
+    STRATA_ERR_TYPE_MISMATCH = 9,    /* a metadata value exists but has another type */
+    STRATA_ERR_CONTEXT_OVERFLOW = 10 /* the tokens do not fit the session's context; nothing was run */
 };
 
 /* The message of the last failed call on this thread ("" if none). Valid until the next
@@ -300,6 +301,148 @@ STRATA_API void strata_write_default_params(strata_write_params* params);
  * stays usable (it can write again). params may be NULL (defaults). */
 STRATA_API strata_status strata_writer_write(strata_writer* writer, const char* path,
                                              const strata_write_params* params, uint32_t* out_n_written);
+
+/* ---------------------------------------------------------------------------------------
+ * Tokenizer (built from the model's GGUF vocabulary on first use)
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct strata_vocab_info {
+    size_t struct_size; /* set by the caller: sizeof(strata_vocab_info) */
+    int32_t n_vocab;
+    int32_t bos;        /* -1 when the vocabulary has none */
+    int32_t eos;        /* -1 when the vocabulary has none */
+    int add_bos;        /* the vocabulary asks for BOS at the start of a prompt */
+    const char* kind;   /* "spm" (SentencePiece-style, GGUF "llama") or "bpe" (byte-level, GGUF "gpt2") */
+} strata_vocab_info;
+
+STRATA_API strata_status strata_model_vocab_info(strata_model* model, strata_vocab_info* out_info);
+
+/* Text (UTF-8, `length` bytes) to token ids. add_special: add BOS/EOS as the vocabulary asks;
+ * parse_special: text such as "<s>" becomes the special token instead of plain text. Writes at
+ * most `capacity` ids; *out_n_tokens receives the count needed (STRATA_ERR_BUFFER_TOO_SMALL
+ * when it exceeds capacity, nothing written). */
+STRATA_API strata_status strata_tokenize(strata_model* model, const char* text, size_t length, int add_special,
+                                         int parse_special, int32_t* tokens, size_t capacity, size_t* out_n_tokens);
+/* Token ids to text. remove_special drops control tokens (BOS, EOS, ...). *out_length receives
+ * the byte count needed (without NUL; the text is NUL-terminated when capacity allows). */
+STRATA_API strata_status strata_detokenize(strata_model* model, const int32_t* tokens, size_t n_tokens,
+                                           int remove_special, char* text, size_t capacity, size_t* out_length);
+/* The bytes one token contributes, for streaming output (may be an incomplete UTF-8 sequence). */
+STRATA_API strata_status strata_token_to_piece(strata_model* model, int32_t token, char* piece, size_t capacity,
+                                               size_t* out_length);
+
+/* ---------------------------------------------------------------------------------------
+ * Sessions: one sequence running on a model (KV cache, sampler); CPU backend
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct strata_session strata_session;
+
+typedef enum strata_kv_type { STRATA_KV_F16 = 0, STRATA_KV_Q8_0 = 1 } strata_kv_type;
+
+typedef struct strata_session_params {
+    size_t struct_size;     /* sizeof(strata_session_params) */
+    int64_t n_ctx;          /* configured context in tokens; 0: the model's context_length, at most 4096 */
+    int32_t n_threads;      /* 0: every hardware thread */
+    int32_t kv_type;        /* strata_kv_type; a type that cannot serve the head dimension is an error */
+    uint64_t memory_budget; /* bytes the plan may use; 0: the memory available now */
+} strata_session_params;
+
+STRATA_API void strata_session_default_params(strata_session_params* params);
+
+/* Plans memory (weights + KV cache for n_ctx + scratch) before allocating anything and refuses
+ * with STRATA_ERR_OUT_OF_MEMORY and a message giving the largest context that fits. The session
+ * keeps the model alive only as long as the model is not freed: free sessions first. */
+STRATA_API strata_status strata_session_create(strata_model* model, const strata_session_params* params,
+                                               strata_session** out_session);
+STRATA_API void strata_session_free(strata_session* session);
+
+/* The memory plan as readable text (weights, KV cache, scratch, budget, largest context that
+ * fits); NUL-terminated; *out_needed receives the size including the NUL. */
+STRATA_API strata_status strata_session_plan(const strata_session* session, char* text, size_t capacity,
+                                             size_t* out_needed);
+STRATA_API strata_status strata_session_n_ctx(const strata_session* session, int64_t* out_n_ctx);
+/* Tokens in the KV cache (the position the next token gets). */
+STRATA_API strata_status strata_session_n_past(const strata_session* session, int64_t* out_n_past);
+STRATA_API strata_status strata_session_n_vocab(const strata_session* session, int32_t* out_n_vocab);
+
+/* Runs n_tokens tokens at positions n_past.. (prefill or one decode step) and keeps their
+ * logits: of the last token, or of every token when all_logits. Tokens out of range are
+ * STRATA_ERR_INVALID_ARGUMENT; tokens past the context STRATA_ERR_CONTEXT_OVERFLOW; in both
+ * cases nothing is run. Decoded tokens join the repetition-penalty history. */
+STRATA_API strata_status strata_session_decode(strata_session* session, const int32_t* tokens, size_t n_tokens,
+                                               int all_logits);
+/* The logits of the last decode: *out_n_rows rows of n_vocab floats (1, or n_tokens with
+ * all_logits), valid until the next decode or reset. */
+STRATA_API strata_status strata_session_logits(const strata_session* session, const float** out_logits,
+                                               size_t* out_n_rows);
+/* Drops the KV cache and the sampler history and re-seeds the sampler. */
+STRATA_API strata_status strata_session_reset(strata_session* session);
+
+/* --- sampling --- */
+
+typedef struct strata_sampling_params {
+    size_t struct_size;   /* sizeof(strata_sampling_params) */
+    float temperature;    /* <= 0: greedy (argmax) */
+    int32_t top_k;        /* 0: off */
+    float top_p;          /* 1: off */
+    float min_p;          /* 0: off */
+    float repeat_penalty; /* 1: off */
+    int32_t repeat_last_n;
+    uint64_t seed;        /* the same seed and settings give the same tokens */
+} strata_sampling_params;
+
+STRATA_API void strata_sampling_default_params(strata_sampling_params* params);
+/* Replaces the session's sampler (history cleared, RNG seeded). Invalid settings are
+ * STRATA_ERR_INVALID_ARGUMENT naming the setting. */
+STRATA_API strata_status strata_session_set_sampling(strata_session* session, const strata_sampling_params* params);
+/* Every sampling setting in force, as a JSON object (for reports); NUL-terminated. */
+STRATA_API strata_status strata_session_sampling_json(const strata_session* session, char* text, size_t capacity,
+                                                      size_t* out_needed);
+/* Samples the next token from the last row of the last decode's logits. */
+STRATA_API strata_status strata_session_sample(strata_session* session, int32_t* out_token);
+
+/* --- generation --- */
+
+/* Called for every generated token with the bytes it contributes; return non-zero to stop. */
+typedef int (*strata_token_fn)(int32_t token, const char* piece, size_t piece_length, void* user_data);
+
+typedef enum strata_stop_reason {
+    STRATA_STOP_MAX_TOKENS = 0,   /* max_tokens generated */
+    STRATA_STOP_END_OF_GENERATION = 1, /* the model produced an end-of-generation token */
+    STRATA_STOP_STRING = 2,       /* the output ends with one of the stop strings */
+    STRATA_STOP_CALLBACK = 3,     /* the callback returned non-zero */
+    STRATA_STOP_CONTEXT_FULL = 4  /* the configured context is full */
+} strata_stop_reason;
+
+typedef struct strata_generate_params {
+    size_t struct_size;            /* sizeof(strata_generate_params) */
+    int32_t max_tokens;            /* default 128 */
+    int add_special;               /* default 1: BOS as the vocabulary asks (only at position 0) */
+    int parse_special;             /* default 0 */
+    int stop_at_end_of_generation; /* default 1 */
+    const char* const* stop_strings; /* NULL-free array of NUL-terminated strings */
+    size_t n_stop_strings;
+    strata_token_fn on_token;      /* may be NULL */
+    void* user_data;
+} strata_generate_params;
+
+typedef struct strata_generate_result {
+    size_t struct_size;      /* set by the caller: sizeof(strata_generate_result) */
+    int64_t n_prompt_tokens; /* tokens actually prefilled */
+    int64_t n_generated;     /* tokens actually generated (sampled and passed to the callback) */
+    double prefill_seconds;  /* wall time of the prompt's decode */
+    double decode_seconds;   /* wall time of the generated tokens' decode steps and sampling */
+    int32_t stop_reason;     /* strata_stop_reason */
+} strata_generate_result;
+
+STRATA_API void strata_generate_default_params(strata_generate_params* params);
+/* Tokenizes the prompt, prefills it after what the session already holds, then samples and
+ * decodes until a stop condition. A prompt that does not fit is STRATA_ERR_CONTEXT_OVERFLOW
+ * (nothing run); reaching the end of the context while generating stops with
+ * STRATA_STOP_CONTEXT_FULL. out_result may be NULL. */
+STRATA_API strata_status strata_session_generate(strata_session* session, const char* prompt, size_t prompt_length,
+                                                 const strata_generate_params* params,
+                                                 strata_generate_result* out_result);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -19,6 +19,7 @@ enum class Status : int {
     out_of_memory = 7,
     internal = 8,          // a bug in strata
     type_mismatch = 9,     // a value exists but has another type
+    context_overflow = 10, // the tokens do not fit the configured context
 };
 
 class Error : public std::runtime_error {
