@@ -65,6 +65,70 @@ class WriteParams(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_size_t), ("n_shards", ctypes.c_uint32)]
 
 
+class VocabInfoC(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("n_vocab", ctypes.c_int32),
+        ("bos", ctypes.c_int32),
+        ("eos", ctypes.c_int32),
+        ("add_bos", ctypes.c_int),
+        ("kind", ctypes.c_char_p),
+    ]
+
+
+class SessionParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("n_ctx", ctypes.c_int64),
+        ("n_threads", ctypes.c_int32),
+        ("kv_type", ctypes.c_int32),
+        ("memory_budget", ctypes.c_uint64),
+    ]
+
+
+class SamplingParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("temperature", ctypes.c_float),
+        ("top_k", ctypes.c_int32),
+        ("top_p", ctypes.c_float),
+        ("min_p", ctypes.c_float),
+        ("repeat_penalty", ctypes.c_float),
+        ("repeat_last_n", ctypes.c_int32),
+        ("seed", ctypes.c_uint64),
+    ]
+
+
+# int (*)(int32_t token, const char* piece, size_t piece_length, void* user_data); the piece is
+# taken as a void pointer: it is not NUL-terminated and may contain NUL bytes.
+TOKEN_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+
+
+class GenerateParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("max_tokens", ctypes.c_int32),
+        ("add_special", ctypes.c_int),
+        ("parse_special", ctypes.c_int),
+        ("stop_at_end_of_generation", ctypes.c_int),
+        ("stop_strings", ctypes.POINTER(ctypes.c_char_p)),
+        ("n_stop_strings", ctypes.c_size_t),
+        ("on_token", TOKEN_FN),
+        ("user_data", ctypes.c_void_p),
+    ]
+
+
+class GenerateResult(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("n_prompt_tokens", ctypes.c_int64),
+        ("n_generated", ctypes.c_int64),
+        ("prefill_seconds", ctypes.c_double),
+        ("decode_seconds", ctypes.c_double),
+        ("stop_reason", ctypes.c_int32),
+    ]
+
+
 _vp = ctypes.c_void_p
 _cp = ctypes.c_char_p
 _vt = ctypes.c_int  # strata_value_type (a C enum: int-sized)
@@ -121,6 +185,37 @@ PROTOTYPES = {
     "strata_writer_write": (c_status, [_vp, _cp, ctypes.POINTER(WriteParams), ctypes.POINTER(ctypes.c_uint32)]),
 }
 
+_i32_p = ctypes.POINTER(ctypes.c_int32)
+
+# The tokenizer / session / sampling / generation section of strata.h. Functions are only ever
+# appended to the ABI (without an ABI version bump), so a library built before this section may
+# lack them: they are declared when present and raise LibraryError naming the function when used
+# on a library without them (see fn()).
+SESSION_PROTOTYPES = {
+    "strata_model_vocab_info": (c_status, [_vp, ctypes.POINTER(VocabInfoC)]),
+    "strata_tokenize": (c_status, [_vp, _vp, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, _vp, ctypes.c_size_t,
+                                   c_size_p]),
+    "strata_detokenize": (c_status, [_vp, _vp, ctypes.c_size_t, ctypes.c_int, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_token_to_piece": (c_status, [_vp, ctypes.c_int32, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_session_default_params": (None, [ctypes.POINTER(SessionParams)]),
+    "strata_session_create": (c_status, [_vp, ctypes.POINTER(SessionParams), c_voidp_p]),
+    "strata_session_free": (None, [_vp]),
+    "strata_session_plan": (c_status, [_vp, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_session_n_ctx": (c_status, [_vp, c_i64_p]),
+    "strata_session_n_past": (c_status, [_vp, c_i64_p]),
+    "strata_session_n_vocab": (c_status, [_vp, _i32_p]),
+    "strata_session_decode": (c_status, [_vp, _vp, ctypes.c_size_t, ctypes.c_int]),
+    "strata_session_logits": (c_status, [_vp, c_voidp_p, c_size_p]),
+    "strata_session_reset": (c_status, [_vp]),
+    "strata_sampling_default_params": (None, [ctypes.POINTER(SamplingParams)]),
+    "strata_session_set_sampling": (c_status, [_vp, ctypes.POINTER(SamplingParams)]),
+    "strata_session_sampling_json": (c_status, [_vp, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_session_sample": (c_status, [_vp, _i32_p]),
+    "strata_generate_default_params": (None, [ctypes.POINTER(GenerateParams)]),
+    "strata_session_generate": (c_status, [_vp, _vp, ctypes.c_size_t, ctypes.POINTER(GenerateParams),
+                                           ctypes.POINTER(GenerateResult)]),
+}
+
 _LIB_NAME = "libstrata.so"
 
 
@@ -155,6 +250,11 @@ def _declare(lib: ctypes.CDLL, where: str) -> None:
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
+    for name, (restype, argtypes) in SESSION_PROTOTYPES.items():
+        if hasattr(lib, name):
+            fn = getattr(lib, name)
+            fn.restype = restype
+            fn.argtypes = argtypes
     abi = lib.strata_abi_version()
     if abi != ABI_VERSION:
         raise AbiMismatch(f"{where} has ABI version {abi}; these bindings need {ABI_VERSION}")
@@ -217,6 +317,20 @@ def use_library(path: str) -> ctypes.CDLL:
             raise LibraryError(f"strata already uses {_lib._name}; cannot switch to {path}")
         _lib = load_library(path)
         return _lib
+
+
+def fn(name: str):
+    """The declared function ``name`` of the loaded library; LibraryError when the library
+    predates it (an appended function it does not export)."""
+    L = lib()
+    if name in SESSION_PROTOTYPES and not hasattr(L, name):
+        raise LibraryError(f"{L._name} lacks {name} (a library older than these bindings' strata.h)")
+    return getattr(L, name)
+
+
+def has(name: str) -> bool:
+    """True when the loaded library exports ``name``."""
+    return hasattr(lib(), name)
 
 
 def last_error() -> str:

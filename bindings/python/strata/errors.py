@@ -17,6 +17,7 @@ class Status(enum.IntEnum):
     OUT_OF_MEMORY = 7
     INTERNAL = 8
     TYPE_MISMATCH = 9
+    CONTEXT_OVERFLOW = 10
 
 
 def status_name(status: int) -> str:

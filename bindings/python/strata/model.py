@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
@@ -14,6 +15,9 @@ from ._handle import OwnedHandle
 from ._lib import check
 from ._types import FLOAT_TYPES, SIGNED_TYPES, MetadataType, ValueType, tensor_type_name
 from .errors import StrataError
+
+if False:  # typing only
+    from .session import Session  # noqa: F401
 
 PathLike = Union[str, bytes, "os.PathLike[str]"]
 ProgressFn = Callable[[str, int, int], None]
@@ -41,6 +45,18 @@ class TensorInfo:
     def shape(self) -> tuple[int, ...]:
         """numpy shape: reversed ne, e.g. (ne[1], ne[0]) for a 2-D tensor."""
         return tuple(reversed(self.ne))
+
+
+@dataclass(frozen=True)
+class VocabInfo:
+    """The model's vocabulary (strata_vocab_info). ``bos``/``eos`` are -1 when absent; ``kind``
+    is "spm" (SentencePiece-style, GGUF "llama") or "bpe" (byte-level, GGUF "gpt2")."""
+
+    n_vocab: int
+    bos: int
+    eos: int
+    add_bos: bool
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -109,7 +125,16 @@ class Model(OwnedHandle):
         self._metadata: Optional[dict[str, Any]] = None
         self._tensors: Optional[list[TensorInfo]] = None
         self._by_name: dict[str, TensorInfo] = {}
+        self._sessions: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
+    def close(self) -> None:
+        """Free the model (idempotent). Sessions still open on it are closed first (the library
+        requires sessions to be freed before their model)."""
+        sessions = getattr(self, "_sessions", None)
+        if sessions is not None:
+            for s in list(sessions):
+                s.close()
+        super().close()
 
     @property
     def closed(self) -> bool:
@@ -348,10 +373,111 @@ class Model(OwnedHandle):
         self._call(_lib.lib().strata_model_identity(self._handle(), buf))
         return buf.value.decode("ascii")
 
+    # --- tokenizer ----------------------------------------------------------------------------
+    @property
+    def vocab(self) -> VocabInfo:
+        """n_vocab, bos, eos, add_bos and kind of the model's vocabulary."""
+        info = _lib.VocabInfoC()
+        info.struct_size = ctypes.sizeof(_lib.VocabInfoC)
+        check(_lib.fn("strata_model_vocab_info")(self._handle(), ctypes.byref(info)))
+        return VocabInfo(n_vocab=int(info.n_vocab), bos=int(info.bos), eos=int(info.eos),
+                         add_bos=bool(info.add_bos), kind=(info.kind or b"").decode("utf-8", "replace"))
+
+    def tokenize(self, text: Union[str, bytes], add_special: bool = True, parse_special: bool = False) -> list[int]:
+        """Token ids of ``text`` (str, or UTF-8 bytes). add_special: BOS/EOS as the vocabulary asks;
+        parse_special: "<s>" and the like become their special token instead of plain text."""
+        raw = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+        f, h = _lib.fn("strata_tokenize"), self._handle()
+        src = ctypes.create_string_buffer(raw, max(1, len(raw)))
+        cap = max(16, len(raw) + 4)
+        for _ in range(3):
+            buf = np.empty(cap, dtype=np.int32)
+            n = ctypes.c_size_t()
+            st = f(h, src, len(raw), int(bool(add_special)), int(bool(parse_special)), buf.ctypes.data, cap,
+                   ctypes.byref(n))
+            if st == 6 and n.value > cap:  # BUFFER_TOO_SMALL: the needed count is in n
+                cap = n.value
+                continue
+            check(st)
+            return [int(x) for x in buf[:n.value]]
+        raise StrataError(8, "strata_tokenize kept asking for a larger buffer")
+
+    def detokenize(self, tokens: Iterable[int], remove_special: bool = False, errors: str = "replace") -> str:
+        """Text of a token sequence; remove_special drops control tokens (BOS, EOS, ...). Bytes that
+        are not valid UTF-8 are decoded with ``errors`` (see detokenize_bytes for the raw bytes)."""
+        return self.detokenize_bytes(tokens, remove_special).decode("utf-8", errors)
+
+    def detokenize_bytes(self, tokens: Iterable[int], remove_special: bool = False) -> bytes:
+        """The bytes of a token sequence as the library writes them."""
+        ids = _token_array(tokens)
+        f, h = _lib.fn("strata_detokenize"), self._handle()
+        cap = max(64, 8 * len(ids) + 1)
+        for _ in range(3):
+            buf = ctypes.create_string_buffer(cap)
+            n = ctypes.c_size_t()
+            st = f(h, ids.ctypes.data if ids.size else None, ids.size, int(bool(remove_special)), buf, cap,
+                   ctypes.byref(n))
+            if st == 6 and n.value >= cap:
+                cap = n.value + 1
+                continue
+            check(st)
+            return buf.raw[:n.value]
+        raise StrataError(8, "strata_detokenize kept asking for a larger buffer")
+
+    def token_to_piece(self, token: int) -> bytes:
+        """The bytes one token contributes to the text (possibly an incomplete UTF-8 sequence)."""
+        f, h = _lib.fn("strata_token_to_piece"), self._handle()
+        cap = 64
+        for _ in range(3):
+            buf = ctypes.create_string_buffer(cap)
+            n = ctypes.c_size_t()
+            st = f(h, _as_token(token), buf, cap, ctypes.byref(n))
+            if st == 6 and n.value > cap:
+                cap = n.value + 1
+                continue
+            check(st)
+            return buf.raw[:n.value]
+        raise StrataError(8, "strata_token_to_piece kept asking for a larger buffer")
+
+    # --- sessions -----------------------------------------------------------------------------
+    def session(self, n_ctx: int = 0, n_threads: int = 0, kv_type: Union[str, int] = "f16",
+                memory_budget: int = 0, **sampling: Any) -> "Session":
+        """A Session (one sequence: KV cache and sampler) on this model; see strata.Session.
+        Sampling settings (temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed)
+        may be given here; those not given keep the library's defaults."""
+        from .session import Session
+        return Session(self, n_ctx=n_ctx, n_threads=n_threads, kv_type=kv_type, memory_budget=memory_budget,
+                       **sampling)
+
     def __repr__(self) -> str:
         if self._h is None:
             return "<strata.Model closed>"
         return f"<strata.Model {len(self.shards)} shard(s), {len(self.tensors)} tensors>"
+
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _as_token(t: Any) -> int:
+    if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
+        raise TypeError(f"a token id must be an integer, not {type(t).__name__}")
+    v = int(t)
+    if not _I32_MIN <= v <= _I32_MAX:
+        raise OverflowError(f"token id {v} does not fit int32")
+    return v
+
+
+def _token_array(tokens: Iterable[int]) -> np.ndarray:
+    """Token ids as a contiguous int32 array (range-checked: no silent wrap-around)."""
+    if isinstance(tokens, np.ndarray):
+        if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
+            raise TypeError("tokens must be a one-dimensional integer array")
+        if tokens.size and (int(tokens.min()) < _I32_MIN or int(tokens.max()) > _I32_MAX):
+            raise OverflowError("a token id does not fit int32")
+        return np.ascontiguousarray(tokens, dtype=np.int32)
+    if isinstance(tokens, (int, np.integer)):
+        raise TypeError("tokens must be a sequence of ids (wrap a single id in a list)")
+    return np.array([_as_token(t) for t in tokens], dtype=np.int32)
 
 
 def _key(key: Union[str, bytes]) -> bytes:
