@@ -1,0 +1,238 @@
+// The llama-family forward pass over one layer range (see context.hpp), on a Backend.
+#include "exec/context.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "exec/cpu_backend.hpp"
+#include "exec/ops.hpp"
+#include "exec/rope.hpp"
+#include "gguf/model_file.hpp"
+#include "quant/formats.hpp"
+#include "util/error.hpp"
+
+namespace strata::exec {
+
+// Activation buffers for one micro-batch of n_batch tokens (row-major, one row per token).
+struct Context::Scratch {
+    std::vector<float> x;     // [n_batch, n_embd] hidden state
+    std::vector<float> xn;    // [n_batch, n_embd] normalized
+    std::vector<float> q;     // [n_batch, n_q]
+    std::vector<float> k;     // [n_batch, n_kv]
+    std::vector<float> v;     // [n_batch, n_kv]
+    std::vector<float> attn;  // [n_batch, n_q] attention output
+    std::vector<float> proj;  // [n_batch, n_embd]
+    std::vector<float> gate;  // [n_batch, n_ff]
+    std::vector<float> up;    // [n_batch, n_ff]
+    std::vector<float> cos, sin;  // [n_batch, n_rot/2]
+    std::unique_ptr<Rope> rope;
+};
+
+namespace {
+
+uint64_t scratch_fixed(const model::Hparams& hp, int64_t n_batch, const Backend& be) {
+    const uint64_t per_token = uint64_t(3 * hp.n_embd + 2 * hp.n_q() + 2 * hp.n_kv() + 2 * hp.n_ff + hp.rope.n_rot);
+    const int64_t max_cols = std::max({hp.n_embd, hp.n_q(), hp.n_ff});
+    // + per-thread head buffers in attention (q-sized K and V temporaries)
+    return per_token * uint64_t(n_batch) * sizeof(float) + be.matmul_scratch_bytes(n_batch, max_cols) +
+           uint64_t(be.n_threads()) * uint64_t(2 * hp.head_dim) * sizeof(float);
+}
+
+}  // namespace
+
+Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_(model::read_hparams(file)) {
+    if (params.n_ctx < 0) fail(Status::invalid_argument, "n_ctx must be >= 0 (0: the model's context length capped at 4096)");
+    if (params.n_batch <= 0) fail(Status::invalid_argument, "n_batch must be positive");
+    if (params.n_threads < 0) fail(Status::invalid_argument, "n_threads must be >= 0");
+    const int last = params.last_layer < 0 ? int(hp_.n_layer) : params.last_layer;
+    w_ = model::bind_weights(file, hp_, params.first_layer, last);
+    n_ctx_ = params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(hp_.n_ctx_train, 4096);
+    n_batch_ = std::min(params.n_batch, n_ctx_);
+    backend_ = std::make_unique<CpuBackend>(params.n_threads);
+
+    // Plan before allocating anything sizeable. kv_row_bytes refuses a KV type the heads cannot use.
+    const uint64_t row = kv_row_bytes(params.kv_type, hp_.n_head_kv, hp_.head_dim);
+    PlanInputs in;
+    in.weight_bytes = w_.mapped_bytes;
+    in.kv_bytes_per_position = row * 2 * uint64_t(w_.layers.size());
+    in.scratch_fixed_bytes = scratch_fixed(hp_, n_batch_, *backend_);
+    in.scratch_bytes_per_position = uint64_t(backend_->n_threads()) * sizeof(float);  // attention scores
+    in.n_ctx = n_ctx_;
+    in.budget_bytes = params.memory_budget;
+    plan_ = make_plan(in);
+    if (!plan_.fits())
+        fail(Status::out_of_memory,
+             std::string("the context does not fit in the memory budget with a ") + kv_type_name(params.kv_type) +
+                 " KV cache: " + plan_.describe() +
+                 (plan_.max_ctx_that_fits > 0 ? "; configure a context of at most " + std::to_string(plan_.max_ctx_that_fits)
+                                              : "; the weights alone do not fit"));
+
+    kv_ = KvCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.n_head_kv, hp_.head_dim);
+    s_ = std::make_unique<Scratch>();
+    auto sz = [&](int64_t per_token) { return size_t(n_batch_ * per_token); };
+    s_->x.resize(sz(hp_.n_embd));
+    s_->xn.resize(sz(hp_.n_embd));
+    s_->q.resize(sz(hp_.n_q()));
+    s_->k.resize(sz(hp_.n_kv()));
+    s_->v.resize(sz(hp_.n_kv()));
+    s_->attn.resize(sz(hp_.n_q()));
+    s_->proj.resize(sz(hp_.n_embd));
+    s_->gate.resize(sz(hp_.n_ff));
+    s_->up.resize(sz(hp_.n_ff));
+    s_->cos.resize(sz(hp_.rope.n_rot / 2));
+    s_->sin.resize(sz(hp_.rope.n_rot / 2));
+    s_->rope = std::make_unique<Rope>(hp_);
+}
+
+Context::~Context() = default;
+
+int64_t Context::output_floats(int64_t n_tokens, bool all_logits) const {
+    if (!w_.last_stage) return n_tokens * hp_.n_embd;
+    return (all_logits ? n_tokens : 1) * hp_.n_vocab;
+}
+
+void Context::truncate(int64_t n_past) {
+    if (n_past < 0 || n_past > n_past_)
+        fail(Status::invalid_argument, "truncate(" + std::to_string(n_past) + "): must be within [0, n_past = " +
+                                           std::to_string(n_past_) + "]");
+    n_past_ = n_past;
+}
+
+void Context::check_room(int64_t n_tokens) const {
+    if (n_tokens <= 0) fail(Status::invalid_argument, "no tokens to run (n_tokens = " + std::to_string(n_tokens) + ")");
+    if (n_tokens > n_ctx_ - n_past_)
+        fail(Status::invalid_argument, "context overflow: n_past " + std::to_string(n_past_) + " + " +
+                                           std::to_string(n_tokens) + " tokens exceeds the configured context n_ctx = " +
+                                           std::to_string(n_ctx_) + "; nothing was run");
+}
+
+void Context::decode(std::span<const int32_t> tokens, float* out, bool all_logits) {
+    if (!w_.first_stage())
+        fail(Status::invalid_argument, "decode: this stage starts at layer " + std::to_string(w_.first_layer) +
+                                           ", so it takes hidden states (forward_hidden), not token ids");
+    const int64_t n = int64_t(tokens.size());
+    check_room(n);
+    if (!out) fail(Status::invalid_argument, "decode: null output buffer");
+    for (size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] < 0 || tokens[i] >= hp_.n_vocab)
+            fail(Status::invalid_argument, "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                                               " is out of range: n_vocab = " + std::to_string(hp_.n_vocab));
+    const int64_t E = hp_.n_embd;
+    for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
+        const int64_t m = std::min(n_batch_, n - c0);
+        for (int64_t t = 0; t < m; ++t)
+            quant::dequantize_row(w_.token_embd.type, w_.token_embd.row(tokens[size_t(c0 + t)]), s_->x.data() + t * E, E);
+        run_layers(s_->x.data(), m);
+        write_output(s_->x.data(), m, c0, n, out, all_logits);
+    }
+}
+
+void Context::forward_hidden(const float* hidden_in, int64_t n, float* out, bool all_logits) {
+    check_room(n);
+    if (!hidden_in || !out) fail(Status::invalid_argument, "forward_hidden: null buffer");
+    const int64_t E = hp_.n_embd;
+    for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
+        const int64_t m = std::min(n_batch_, n - c0);
+        std::memcpy(s_->x.data(), hidden_in + c0 * E, size_t(m * E) * sizeof(float));
+        run_layers(s_->x.data(), m);
+        write_output(s_->x.data(), m, c0, n, out, all_logits);
+    }
+}
+
+void Context::write_output(const float* x, int64_t n, int64_t first, int64_t n_total, float* out, bool all_logits) {
+    const int64_t E = hp_.n_embd;
+    if (!w_.last_stage) {
+        std::memcpy(out + first * E, x, size_t(n * E) * sizeof(float));
+        return;
+    }
+    if (all_logits) {
+        for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, w_.output_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
+        backend_->matmul(w_.output, s_->xn.data(), n, out + first * hp_.n_vocab);
+    } else if (first + n == n_total) {  // the chunk holding the last token
+        rms_norm(x + (n - 1) * E, w_.output_norm.data(), E, hp_.rms_eps, s_->xn.data());
+        backend_->matmul(w_.output, s_->xn.data(), 1, out);
+    }
+}
+
+void Context::run_layers(float* x, int64_t n) {
+    const int64_t E = hp_.n_embd, Q = hp_.n_q(), KV = hp_.n_kv(), F = hp_.n_ff, D = hp_.head_dim;
+    const int64_t P = s_->rope->n_pairs();
+    for (int64_t t = 0; t < n; ++t) s_->rope->angles(n_past_ + t, s_->cos.data() + t * P, s_->sin.data() + t * P);
+    Backend& be = *backend_;
+
+    for (size_t li = 0; li < w_.layers.size(); ++li) {
+        const model::LayerWeights& L = w_.layers[li];
+        // Attention block.
+        for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, L.attn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
+        be.matmul(L.wq, s_->xn.data(), n, s_->q.data());
+        be.matmul(L.wk, s_->xn.data(), n, s_->k.data());
+        be.matmul(L.wv, s_->xn.data(), n, s_->v.data());
+        for (int64_t t = 0; t < n; ++t) {
+            float* q = s_->q.data() + t * Q;
+            float* k = s_->k.data() + t * KV;
+            float* v = s_->v.data() + t * KV;
+            if (!L.bq.empty()) {
+                add_inplace(q, L.bq.data(), Q);
+                add_inplace(k, L.bk.data(), KV);
+                add_inplace(v, L.bv.data(), KV);
+            }
+            const float* c = s_->cos.data() + t * P;
+            const float* s = s_->sin.data() + t * P;
+            for (int64_t h = 0; h < hp_.n_head; ++h) {
+                if (!L.q_norm.empty()) rms_norm(q + h * D, L.q_norm.data(), D, hp_.rms_eps, q + h * D);
+                s_->rope->apply(q + h * D, c, s);
+            }
+            for (int64_t h = 0; h < hp_.n_head_kv; ++h) {
+                if (!L.k_norm.empty()) rms_norm(k + h * D, L.k_norm.data(), D, hp_.rms_eps, k + h * D);
+                s_->rope->apply(k + h * D, c, s);
+            }
+            kv_.store(int64_t(li), n_past_ + t, k, v);
+        }
+        attention(int64_t(li), n);
+        be.matmul(L.wo, s_->attn.data(), n, s_->proj.data());
+        add_inplace(x, s_->proj.data(), n * E);
+
+        // SwiGLU feed-forward block.
+        for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, L.ffn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
+        be.matmul(L.w_gate, s_->xn.data(), n, s_->gate.data());
+        be.matmul(L.w_up, s_->xn.data(), n, s_->up.data());
+        swiglu(s_->gate.data(), s_->up.data(), n * F);
+        be.matmul(L.w_down, s_->gate.data(), n, s_->proj.data());
+        add_inplace(x, s_->proj.data(), n * E);
+    }
+    n_past_ += n;
+}
+
+// Causal grouped-query attention of the n new tokens against the cache (which already holds
+// them). One (token, head) pair is one unit of work, computed the same way whatever the batch,
+// so one-token decode reproduces prefill exactly.
+void Context::attention(int64_t il, int64_t n) {
+    const int64_t Q = hp_.n_q(), D = hp_.head_dim, H = hp_.n_head, G = hp_.n_gqa();
+    const float scale = float(1.0 / std::sqrt(double(D)));
+    const int64_t n_past = n_past_;
+    backend_->parallel_for(n * H, [&](int64_t begin, int64_t end) {
+        std::vector<float> scores(static_cast<size_t>(n_past + n)), kv(static_cast<size_t>(D));
+        for (int64_t job = begin; job < end; ++job) {
+            const int64_t t = job / H, h = job % H, kvh = h / G;
+            const int64_t n_keys = n_past + t + 1;  // causal: positions 0 .. n_past + t
+            const float* q = s_->q.data() + t * Q + h * D;
+            for (int64_t p = 0; p < n_keys; ++p) {
+                kv_.load_k(il, p, kvh, kv.data());
+                float dot = 0.0f;
+                for (int64_t d = 0; d < D; ++d) dot += q[d] * kv[size_t(d)];
+                scores[size_t(p)] = dot * scale;
+            }
+            softmax(scores.data(), n_keys);
+            float* o = s_->attn.data() + t * Q + h * D;
+            std::fill(o, o + D, 0.0f);
+            for (int64_t p = 0; p < n_keys; ++p) {
+                kv_.load_v(il, p, kvh, kv.data());
+                const float a = scores[size_t(p)];
+                for (int64_t d = 0; d < D; ++d) o[d] += a * kv[size_t(d)];
+            }
+        }
+    });
+}
+
+}  // namespace strata::exec

@@ -1,0 +1,97 @@
+// Context: one sequence running the llama-family forward pass over a contiguous layer range.
+//
+//   auto file = gguf::ModelFile::open({"model.gguf"});
+//   exec::Context ctx(*file, {.n_ctx = 2048, .n_threads = 8});
+//   std::vector<float> logits(ctx.n_vocab());
+//   ctx.decode(prompt, logits.data());          // prefill
+//   ctx.decode({&next, 1}, logits.data());      // continues at n_past
+//
+// Stages of a pipeline (first_layer/last_layer): the first stage starts from token ids (decode),
+// later stages from hidden states (forward_hidden). What a call writes to `out`:
+//   the stage ends at the last layer: logits, of the last token (n_vocab floats) or of every
+//   token (n * n_vocab) when all_logits;
+//   otherwise: the hidden states of every token (n * n_embd), whatever all_logits says.
+// output_floats() says how many. Errors leave the context unchanged: bad token ids, context
+// overflow and calls to the wrong stage throw Error(invalid_argument) before anything runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "exec/backend.hpp"
+#include "exec/kv_cache.hpp"
+#include "exec/memory_plan.hpp"
+#include "model/hparams.hpp"
+#include "model/weights.hpp"
+
+namespace strata::gguf {
+class ModelFile;
+}
+
+namespace strata::exec {
+
+struct ContextParams {
+    int64_t n_ctx = 0;           // 0: the model's context_length capped at 4096
+    int n_threads = 0;           // 0: hardware concurrency
+    KvType kv_type = KvType::f16;
+    int first_layer = 0;
+    int last_layer = -1;         // -1: all layers
+    uint64_t memory_budget = 0;  // 0: MemAvailable
+    int64_t n_batch = 512;       // micro-batch: longer inputs run in chunks of this many tokens
+};
+
+class Context {
+public:
+    // Reads hparams, binds the layer range's weights, plans memory (throws out_of_memory when the
+    // plan exceeds the budget), then allocates the KV cache and scratch.
+    Context(const gguf::ModelFile& file, const ContextParams& params);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+
+    const model::Hparams& hparams() const { return hp_; }
+    const MemoryPlan& plan() const { return plan_; }
+    int64_t n_ctx() const { return n_ctx_; }
+    int64_t n_past() const { return n_past_; }
+    int64_t n_vocab() const { return hp_.n_vocab; }
+    int64_t n_embd() const { return hp_.n_embd; }
+    int first_layer() const { return w_.first_layer; }
+    int last_layer() const { return w_.last_layer; }
+    bool is_first_stage() const { return w_.first_stage(); }
+    bool is_last_stage() const { return w_.last_stage; }
+    int64_t output_floats(int64_t n_tokens, bool all_logits) const;
+
+    // First stage only. Runs tokens at positions n_past..n_past+n-1 and appends them to the cache.
+    void decode(std::span<const int32_t> tokens, float* out, bool all_logits = false);
+    // Later stages only: hidden states in (n_tokens * n_embd).
+    void forward_hidden(const float* hidden_in, int64_t n_tokens, float* out, bool all_logits = false);
+
+    void reset() { n_past_ = 0; }
+    void truncate(int64_t n_past);  // drop positions >= n_past; 0 <= n_past <= n_past()
+
+    Backend& backend() { return *backend_; }
+
+private:
+    void check_room(int64_t n_tokens) const;
+    // Runs n tokens of hidden state x (n * n_embd, modified) through the layers at n_past.
+    void run_layers(float* x, int64_t n);
+    void attention(int64_t il, int64_t n);
+    void write_output(const float* x, int64_t n, int64_t first_token, int64_t n_total, float* out,
+                      bool all_logits);
+
+    model::Hparams hp_;
+    model::ModelWeights w_;
+    std::unique_ptr<Backend> backend_;
+    KvCache kv_;
+    MemoryPlan plan_;
+    int64_t n_ctx_ = 0;
+    int64_t n_batch_ = 0;
+    int64_t n_past_ = 0;
+    struct Scratch;
+    std::unique_ptr<Scratch> s_;
+};
+
+}  // namespace strata::exec

@@ -1,0 +1,45 @@
+// The KV cache of one sequence for the layers of one stage: per layer, K and V rows of
+// n_head_kv * head_dim values per position, stored as f16 (default) or q8_0 (blocks of 32 per
+// head; needs head_dim % 32 == 0, checked at construction, never a silent fallback).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace strata::exec {
+
+enum class KvType { f16, q8_0 };
+
+const char* kv_type_name(KvType type);
+
+// Bytes of one stored row of n values; throws Error(unsupported) saying why a type cannot store
+// rows of heads of head_dim values.
+uint64_t kv_row_bytes(KvType type, int64_t n_head_kv, int64_t head_dim);
+
+class KvCache {
+public:
+    KvCache() = default;
+    KvCache(KvType type, int64_t n_layers, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim);
+
+    KvType type() const { return type_; }
+    int64_t n_ctx() const { return n_ctx_; }
+    uint64_t bytes() const { return uint64_t(data_.size()); }
+
+    // Stores the K and V rows (n_head_kv * head_dim floats each) of position pos in layer il.
+    void store(int64_t il, int64_t pos, const float* k, const float* v);
+    // Reads head h of position pos (head_dim floats) into out.
+    void load_k(int64_t il, int64_t pos, int64_t h, float* out) const;
+    void load_v(int64_t il, int64_t pos, int64_t h, float* out) const;
+
+private:
+    const uint8_t* at(int64_t il, int which, int64_t pos) const;
+    void load(const uint8_t* row, int64_t h, float* out) const;
+
+    KvType type_ = KvType::f16;
+    int64_t n_layers_ = 0, n_ctx_ = 0, n_head_kv_ = 0, head_dim_ = 0;
+    uint64_t row_bytes_ = 0;
+    std::vector<uint8_t> data_;  // [n_layers][2 (K, V)][n_ctx][row_bytes]
+};
+
+}  // namespace strata::exec

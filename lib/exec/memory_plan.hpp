@@ -1,0 +1,40 @@
+// The memory planner: what a context will need before anything is allocated, compared with a
+// budget. Weights are the mapped bytes of the stage's tensors; the KV cache is exact for its type
+// at the configured context; scratch is the activation buffers for one micro-batch plus the
+// per-thread attention scores.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "exec/kv_cache.hpp"
+
+namespace strata::exec {
+
+struct MemoryPlan {
+    uint64_t weight_bytes = 0;
+    uint64_t kv_bytes = 0;
+    uint64_t scratch_bytes = 0;
+    uint64_t total_bytes = 0;
+    uint64_t budget_bytes = 0;
+    int64_t n_ctx = 0;              // the configured context
+    int64_t max_ctx_that_fits = 0;  // largest configured context within the budget (0: none)
+    bool fits() const { return total_bytes <= budget_bytes; }
+    std::string describe() const;
+};
+
+struct PlanInputs {
+    uint64_t weight_bytes = 0;
+    uint64_t kv_bytes_per_position = 0;       // all layers, K and V
+    uint64_t scratch_fixed_bytes = 0;         // independent of n_ctx
+    uint64_t scratch_bytes_per_position = 0;  // grows with n_ctx (attention scores)
+    int64_t n_ctx = 0;
+    uint64_t budget_bytes = 0;                // 0: available_memory_bytes()
+};
+
+MemoryPlan make_plan(const PlanInputs& in);
+
+// MemAvailable from /proc/meminfo, in bytes; throws Error(io) when it cannot be read.
+uint64_t available_memory_bytes();
+
+}  // namespace strata::exec

@@ -1,0 +1,50 @@
+#include "model/metadata.hpp"
+
+#include "gguf/model_file.hpp"
+#include "util/error.hpp"
+
+namespace strata::model {
+
+namespace {
+
+std::optional<gguf::Value> find(const gguf::ModelFile& file, const std::string& key) {
+    const auto i = file.find_key(key);
+    if (!i) return std::nullopt;
+    return file.metadata_value(*i);
+}
+
+}  // namespace
+
+std::optional<std::string> meta_string(const gguf::ModelFile& file, const std::string& key) {
+    const auto v = find(file, key);
+    if (!v) return std::nullopt;
+    const auto s = v->as_string();
+    if (!s) fail(Status::format, "metadata key '" + key + "' must be a string, found " + gguf::value_type_name(v->type()));
+    return std::string(*s);
+}
+
+std::optional<int64_t> meta_int(const gguf::ModelFile& file, const std::string& key) {
+    const auto v = find(file, key);
+    if (!v) return std::nullopt;
+    if (v->is_array())
+        fail(Status::unsupported, "metadata key '" + key + "' is an array (per-layer values are not supported)");
+    const auto i = v->as_int();
+    if (!i) fail(Status::format, "metadata key '" + key + "' must be an integer, found " + gguf::value_type_name(v->type()));
+    return *i;
+}
+
+std::optional<double> meta_float(const gguf::ModelFile& file, const std::string& key) {
+    const auto v = find(file, key);
+    if (!v) return std::nullopt;
+    if (auto d = v->as_double()) return *d;
+    if (auto i = v->as_int()) return double(*i);
+    fail(Status::format, "metadata key '" + key + "' must be a number, found " + gguf::value_type_name(v->type()));
+}
+
+int64_t require_int(const gguf::ModelFile& file, const std::string& key) {
+    const auto v = meta_int(file, key);
+    if (!v) fail(Status::format, "metadata key '" + key + "' is missing");
+    return *v;
+}
+
+}  // namespace strata::model

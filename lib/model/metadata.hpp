@@ -1,0 +1,21 @@
+// Typed, checked reads of GGUF metadata keys for the model loaders: a wrong type or an
+// out-of-range value is Error(format) naming the key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace strata::gguf {
+class ModelFile;
+}
+
+namespace strata::model {
+
+std::optional<std::string> meta_string(const gguf::ModelFile& file, const std::string& key);
+std::optional<int64_t> meta_int(const gguf::ModelFile& file, const std::string& key);
+std::optional<double> meta_float(const gguf::ModelFile& file, const std::string& key);  // any number
+
+int64_t require_int(const gguf::ModelFile& file, const std::string& key);
+
+}  // namespace strata::model
