@@ -33,7 +33,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 import gguf
@@ -149,7 +149,11 @@ ARCHS = {"llama": {"neox": False}, "qwen2": {"neox": True}, "qwen3": {"neox": Tr
 class ReferenceModel:
     """The reference forward pass of one GGUF model; see the module docstring."""
 
-    def __init__(self, path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]):
+    def __init__(self, path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
+                 kv_round: Optional[str] = None):
+        """kv_round: None keeps K and V in float64; "f16" rounds them to float16 as they enter
+        the cache (modelling a cache stored as f16; everything else stays float64)."""
+        self.kv_round = kv_round
         w = self.w = GGUFWeights(path)
         md = w.metadata
         arch = self.arch = md["general.architecture"]
@@ -168,16 +172,16 @@ class ReferenceModel:
         n_ctx_train = int(key("context_length", 0))
         n_rot = int(key("rope.dimension_count", self.head_dim))
         freq_base = float(key("rope.freq_base", 10000.0))
-        scaling = key("rope.scaling.type", "none")
-        factor = float(key("rope.scaling.factor", 0.0) or 0.0)
-        if scaling == "none" and key("rope.scale_linear") is not None:
-            scaling, factor = "linear", float(key("rope.scale_linear"))
-        freq_scale = 1.0 / factor if scaling in ("linear", "yarn") and factor > 0 else 1.0
+        # as llama.cpp: the factor (rope.scaling.factor, else the older rope.scale_linear) sets
+        # freq_scale = 1/factor whatever the scaling type; the type only decides YaRN.
+        scaling = key("rope.scaling.type", "linear")
+        factor = float(key("rope.scaling.factor", key("rope.scale_linear", 0.0)) or 0.0)
+        freq_scale = 1.0 / factor if factor > 0 else 1.0
         ext = 0.0
         kw: dict[str, Any] = {}
         if scaling == "yarn":
             ext = float(key("rope.scaling.yarn_ext_factor", 1.0))
-            kw = dict(attn_factor=float(key("rope.scaling.yarn_attn_factor", 1.0)),
+            kw = dict(attn_factor=float(key("rope.scaling.yarn_attn_factor", key("rope.scaling.attn_factor", 1.0))),
                       beta_fast=float(key("rope.scaling.yarn_beta_fast", 32.0)),
                       beta_slow=float(key("rope.scaling.yarn_beta_slow", 1.0)),
                       n_ctx_orig=int(key("rope.scaling.original_context_length", n_ctx_train)))
@@ -227,6 +231,8 @@ class ReferenceModel:
                 q = rms_norm(q, self.eps) * L["q_norm"]
                 k = rms_norm(k, self.eps) * L["k_norm"]
             q, k = self.rope.apply(q, pos), self.rope.apply(k, pos)
+            if self.kv_round == "f16":
+                k, v = k.astype(np.float16).astype(np.float64), v.astype(np.float16).astype(np.float64)
             K = self.k_cache[li] = np.concatenate([self.k_cache[li], k])
             V = self.v_cache[li] = np.concatenate([self.v_cache[li], v])
             total = K.shape[0]
