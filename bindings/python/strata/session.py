@@ -95,6 +95,16 @@ class Session(OwnedHandle):
                 self.close()
                 raise
 
+    def close(self) -> None:
+        """Free the session (idempotent). If its model was already freed (only possible when both
+        were collected together in a reference cycle), the handle is dropped without a call:
+        the library requires sessions to be freed before their model."""
+        model = getattr(self, "_model", None)
+        if self._h is not None and model is not None and model._h is None:
+            self._h = None
+            return
+        super().close()
+
     # --- state --------------------------------------------------------------------------------
     @property
     def model(self) -> Model:
