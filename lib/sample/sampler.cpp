@@ -70,39 +70,58 @@ Weighted run_chain(std::span<const float> logits, const std::deque<int32_t>& his
         return {{best}, {1.0}, 1.0};
     }
 
-    // Step 3: top-k, leaving the survivors sorted in draw order.
+    // Step 3: top-k. Without it the candidates stay in id order until a later step needs
+    // the draw order, so that a large vocabulary is sorted only as far as necessary.
+    bool sorted = false;
     if (p.top_k > 0 && size_t(p.top_k) < c.size()) {
         std::partial_sort(c.begin(), c.begin() + p.top_k, c.end(), before);
         c.resize(size_t(p.top_k));
-    } else {
-        std::sort(c.begin(), c.end(), before);
+        sorted = true;
     }
-    const double max_logit = c[0].logit;
+    double max_logit = c[0].logit;
+    for (const auto& x : c) max_logit = std::max(max_logit, double(x.logit));
 
     // Step 4: top-p on the untempered softmax of the survivors.
     if (p.top_p < 1.0f) {
-        std::vector<double> e(c.size());
+        std::vector<Candidate> by_id;  // the normalizer is summed in id order whatever the path
+        const std::vector<Candidate>& ids = sorted ? by_id : c;
+        if (sorted) {
+            by_id = c;
+            std::sort(by_id.begin(), by_id.end(), [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
+        }
         double z = 0.0;
-        for (size_t i = 0; i < c.size(); ++i) z += e[i] = std::exp(double(c[i].logit) - max_logit);
+        for (const auto& x : ids) z += std::exp(double(x.logit) - max_logit);
         const double target = double(p.top_p) * z;
-        double cum = 0.0;
+        // Sort a growing prefix until it holds the mass; partial_sort under a total order gives
+        // the same prefix as a full sort.
         size_t keep = c.size();
-        for (size_t i = 0; i < c.size(); ++i) {
-            cum += e[i];
+        for (size_t m = std::min(c.size(), size_t(1024));; m = std::min(c.size(), m * 16)) {
+            if (!sorted) std::partial_sort(c.begin(), c.begin() + std::ptrdiff_t(m), c.end(), before);
+            double cum = 0.0;
+            size_t i = 0;
+            while (i < m && cum < target) cum += std::exp(double(c[i++].logit) - max_logit);
             if (cum >= target) {
-                keep = i + 1;
+                keep = i;
                 break;
             }
+            if (sorted || m == c.size()) break;  // rounding left the whole mass short of target
         }
         c.resize(keep);
+        sorted = true;
     }
 
-    // Step 5: min-p, relative to the most likely token (the first, which always stays).
+    // Step 5: min-p, relative to the most likely token, which always stays.
     if (p.min_p > 0.0f) {
-        size_t keep = 1;
-        while (keep < c.size() && std::exp(double(c[keep].logit) - max_logit) >= double(p.min_p)) ++keep;
-        c.resize(keep);
+        auto below = [&](const Candidate& x) { return std::exp(double(x.logit) - max_logit) < double(p.min_p); };
+        if (sorted) {
+            size_t keep = 1;
+            while (keep < c.size() && !below(c[keep])) ++keep;
+            c.resize(keep);
+        } else {
+            c.erase(std::remove_if(c.begin(), c.end(), below), c.end());
+        }
     }
+    if (!sorted) std::sort(c.begin(), c.end(), before);
 
     // Step 6: temperature.
     Weighted w;

@@ -9,6 +9,8 @@
 //   3. top-k               keep the k highest logits (ties broken by lower token id); 0 = off.
 //   4. top-p               softmax of the survivors (temperature 1); keep the smallest
 //                          prefix, in descending probability, whose mass is >= top_p; 1 = off.
+//                          (The normalizer is summed in ascending id order; without top-k
+//                          only as much of the vocabulary is sorted as the prefix needs.)
 //   5. min-p               keep tokens with p >= min_p * p_max, i.e. exp(l - l_max) >= min_p;
 //                          0 = off. Always keeps the most likely token.
 //   6. temperature         softmax of the survivors' logits / temperature (float64, max

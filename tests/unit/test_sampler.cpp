@@ -391,3 +391,51 @@ TEST_CASE("describe() and to_json() contain every setting") {
     bad.temperature = std::nanf("");
     CHECK(bad.to_json().find("\"temperature\":\"NaN\"") != std::string::npos);
 }
+
+TEST_CASE("top-p and min-p over a large vocabulary without top-k keep what a full sort would keep") {
+    const uint64_t seed = test::test_seed();
+    CAPTURE(seed);
+    std::mt19937_64 gen(seed);
+    for (size_t n : {size_t(3000), size_t(40000)}) {
+        CAPTURE(n);
+        const auto logits = random_logits(gen, n);
+        std::vector<int32_t> order(n);
+        for (size_t i = 0; i < n; ++i) order[i] = int32_t(i);
+        std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+            return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
+        });
+        const auto p1 = softmax(logits, 1.0);
+        for (float top_p : {0.05f, 0.5f, 0.9f, 0.999f, 1.0f}) {
+            for (float min_p : {0.0f, 0.001f, 0.1f}) {
+                CAPTURE(top_p);
+                CAPTURE(min_p);
+                // Reference: the whole vocabulary sorted, then the prefix rules (top-p with a
+                // margin so that float64 summation order cannot matter).
+                size_t keep = n;
+                if (top_p < 1.0f) {
+                    double cum = 0;
+                    for (size_t i = 0; i < n; ++i) {
+                        cum += p1[size_t(order[i])];
+                        if (cum >= top_p) {
+                            keep = i + 1;
+                            break;
+                        }
+                    }
+                    if (keep < n) {
+                        REQUIRE(cum - p1[size_t(order[keep - 1])] < top_p - 1e-9);
+                        REQUIRE(cum > top_p + 1e-9);
+                    }
+                }
+                const double p_max = p1[size_t(order[0])];
+                size_t kept_min_p = 1;
+                while (kept_min_p < keep && p1[size_t(order[kept_min_p])] >= min_p * p_max) ++kept_min_p;
+                SamplerParams p = plain(0.7f, seed);
+                p.top_p = top_p;
+                p.min_p = min_p;
+                const auto d = Sampler(p).distribution(logits);
+                REQUIRE(d.size() == kept_min_p);
+                for (size_t i = 0; i < d.size(); ++i) CHECK(d[i].token == order[i]);
+            }
+        }
+    }
+}
