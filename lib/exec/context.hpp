@@ -66,7 +66,8 @@ public:
 
     // First stage only. Runs tokens at positions n_past..n_past+n-1 and appends them to the cache.
     void decode(std::span<const int32_t> tokens, float* out, bool all_logits = false);
-    // Later stages only: hidden states in (n_tokens * n_embd).
+    // Any stage (later stages must use it): hidden states in (n_tokens * n_embd), e.g. from the
+    // previous stage's output.
     void forward_hidden(const float* hidden_in, int64_t n_tokens, float* out, bool all_logits = false);
 
     void reset() { n_past_ = 0; }

@@ -72,6 +72,26 @@ TEST_CASE("F32 forward pass matches the float64 reference for llama, qwen2, qwen
     }
 }
 
+TEST_CASE("F16 and BF16 weights match the float64 reference as tightly as F32") {
+    const uint64_t seed = test::test_seed();
+    CAPTURE(seed);
+    for (uint32_t type : {uint32_t(quant::kTypeF16), uint32_t(quant::kTypeBF16)}) {
+        CAPTURE(type);
+        test::SynthSpec s;
+        s.wtype = type;
+        auto f = test::make_model(s, seed);
+        exec::Context ctx(*f, params(16));
+        std::mt19937_64 rng(seed + 7);
+        const auto tokens = random_tokens(rng, 6, ctx.n_vocab());
+        const auto got = run_all(ctx, tokens);
+        // The runtime converts rows exactly to float32 (no activation re-quantization).
+        const auto d = test::compare_logits(test::Reference(*f, ctx.hparams(), true).logits(tokens), got.data(), 6,
+                                            ctx.n_vocab());
+        CHECK(d.max_abs <= 3e-4 * std::max(1.0, d.ref_rms));
+        CHECK(d.rms_diff <= 1e-4 * d.ref_rms);
+    }
+}
+
 TEST_CASE("IQ1_S and Q8_0 forward passes stay within the activation re-quantization noise of the reference") {
     const uint64_t seed = test::test_seed();
     CAPTURE(seed);
