@@ -1,0 +1,91 @@
+// SentencePiece-style tokenization as llama.cpp does it: start from single UTF-8
+// characters, repeatedly merge the adjacent pair whose joined text is the vocabulary piece
+// with the highest score (leftmost first on ties), and spell every remaining piece that is
+// not in the vocabulary as byte tokens.
+#include <queue>
+#include <string>
+
+#include "token/encoders.hpp"
+#include "token/unicode.hpp"
+#include "util/error.hpp"
+
+namespace strata::token {
+
+namespace {
+
+struct Symbol {
+    size_t pos, len;  // bytes of the text; len 0 once merged into its left neighbour
+    int prev, next;   // -1 at the ends
+};
+
+struct Bigram {
+    int left, right;
+    float score;
+    size_t len;  // joined length when queued; a different length later means it is stale
+};
+
+struct Lower {
+    bool operator()(const Bigram& a, const Bigram& b) const {
+        return a.score < b.score || (a.score == b.score && a.left > b.left);
+    }
+};
+
+}  // namespace
+
+void spm_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
+    std::vector<Symbol> sym;
+    for (size_t pos = 0; pos < text.size();) {
+        const size_t len = std::min(utf8_sequence_length(uint8_t(text[pos])), text.size() - pos);
+        sym.push_back({pos, len, int(sym.size()) - 1, int(sym.size()) + 1});
+        pos += len;
+    }
+    if (sym.empty()) return;
+    sym.back().next = -1;
+
+    std::priority_queue<Bigram, std::vector<Bigram>, Lower> queue;
+    auto try_pair = [&](int l, int r) {
+        if (l < 0 || r < 0) return;
+        const size_t len = sym[size_t(l)].len + sym[size_t(r)].len;
+        const int32_t id = vocab.find(text.substr(sym[size_t(l)].pos, len));
+        if (id < 0) return;
+        queue.push({l, r, vocab.score[size_t(id)], len});
+    };
+    for (size_t i = 1; i < sym.size(); ++i) try_pair(int(i) - 1, int(i));
+
+    while (!queue.empty()) {
+        const Bigram b = queue.top();
+        queue.pop();
+        Symbol& l = sym[size_t(b.left)];
+        Symbol& r = sym[size_t(b.right)];
+        if (l.len == 0 || r.len == 0 || l.next != b.right || l.len + r.len != b.len) continue;
+        l.len += r.len;
+        r.len = 0;
+        l.next = r.next;
+        if (r.next >= 0) sym[size_t(r.next)].prev = b.left;
+        try_pair(l.prev, b.left);
+        try_pair(b.left, l.next);
+    }
+
+    for (int i = 0; i >= 0; i = sym[size_t(i)].next) {
+        const std::string_view piece = text.substr(sym[size_t(i)].pos, sym[size_t(i)].len);
+        const int32_t id = vocab.find(piece);
+        if (id >= 0) {
+            out.push_back(id);
+            continue;
+        }
+        // Byte fallback; a vocabulary without byte tokens spells the piece as one <unk>,
+        // as SentencePiece does.
+        bool have_bytes = true;
+        for (char c : piece) have_bytes = have_bytes && vocab.byte_token[uint8_t(c)] >= 0;
+        if (have_bytes) {
+            for (char c : piece) out.push_back(vocab.byte_token[uint8_t(c)]);
+        } else if (vocab.unk >= 0) {
+            out.push_back(vocab.unk);
+        } else {
+            fail(Status::unsupported, "vocabulary has neither byte tokens nor an unknown token to spell '" +
+                                          std::string(piece) + "'");
+        }
+    }
+}
+
+}  // namespace strata::token

@@ -1,0 +1,228 @@
+#include "token/vocab.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "gguf/model_file.hpp"
+#include "util/error.hpp"
+
+namespace strata::token {
+
+namespace {
+
+using gguf::Value;
+using gguf::ValueType;
+
+constexpr const char* kModel = "tokenizer.ggml.model";
+constexpr const char* kTokens = "tokenizer.ggml.tokens";
+constexpr const char* kScores = "tokenizer.ggml.scores";
+constexpr const char* kTypes = "tokenizer.ggml.token_type";
+constexpr const char* kMerges = "tokenizer.ggml.merges";
+constexpr const char* kPre = "tokenizer.ggml.pre";
+
+[[noreturn]] void bad(const std::string& key, const std::string& what) {
+    // "key[i] ..." for an element, "key ..." for the whole value.
+    fail(Status::format, "vocabulary: " + key + (what.starts_with("[") ? "" : " ") + what);
+}
+
+std::optional<Value> lookup(const gguf::ModelFile& file, std::string_view key) {
+    auto i = file.find_key(key);
+    if (!i) return std::nullopt;
+    return file.metadata_value(*i);
+}
+
+std::string_view need_string(const gguf::ModelFile& file, const char* key) {
+    auto v = lookup(file, key);
+    if (!v) bad(key, "is missing");
+    auto s = v->as_string();
+    if (!s) bad(key, std::string("must be a string, not ") + gguf::value_type_name(v->type()));
+    return *s;
+}
+
+// An array of n elements of type elem (or absent: nullopt).
+std::optional<Value> optional_array(const gguf::ModelFile& file, const char* key, ValueType elem,
+                                    uint64_t n) {
+    auto v = lookup(file, key);
+    if (!v) return std::nullopt;
+    if (!v->is_array() || v->element_type() != elem)
+        bad(key, std::string("must be an array of ") + gguf::value_type_name(elem));
+    if (v->size() != n)
+        bad(key, "has " + std::to_string(v->size()) + " entries for " + std::to_string(n) + " tokens");
+    return v;
+}
+
+std::optional<bool> optional_bool(const gguf::ModelFile& file, const char* key) {
+    auto v = lookup(file, key);
+    if (!v) return std::nullopt;
+    auto b = v->as_bool();
+    if (!b) bad(key, "must be a bool");
+    return b;
+}
+
+// A token id key: absent -> fallback; present -> must name a token.
+int32_t token_id(const gguf::ModelFile& file, const char* key, int32_t fallback, int32_t n_vocab) {
+    auto v = lookup(file, key);
+    if (!v) return fallback < n_vocab ? fallback : -1;
+    auto id = v->as_int();
+    if (!id) bad(key, "must be an integer");
+    if (*id < 0 || *id >= n_vocab)
+        bad(key, "= " + std::to_string(*id) + " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    return int32_t(*id);
+}
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+// "<0xNN>" -> NN, else -1.
+int parse_byte_piece(std::string_view t) {
+    if (t.size() != 6 || t.substr(0, 3) != "<0x" || t[5] != '>') return -1;
+    const int hi = hex_digit(t[3]), lo = hex_digit(t[4]);
+    return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+// Texts that mark the end of a turn in common chat formats, when they are control tokens.
+constexpr std::string_view kEndOfTurnTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+    "<EOT>", "<|end_of_text|>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+};
+
+}  // namespace
+
+std::string merge_key(std::string_view left, std::string_view right) {
+    std::string key;
+    const uint32_t n = uint32_t(left.size());
+    key.append(reinterpret_cast<const char*>(&n), sizeof n);
+    key.append(left);
+    key.append(right);
+    return key;
+}
+
+Vocab Vocab::load(const gguf::ModelFile& file) {
+    Vocab v;
+    const std::string_view model = need_string(file, kModel);
+    if (model == "llama") {
+        v.kind = Kind::spm;
+    } else if (model == "gpt2") {
+        v.kind = Kind::bpe;
+    } else {
+        fail(Status::unsupported, std::string("vocabulary: ") + kModel + " = '" + std::string(model) +
+                                      "' is not supported (supported: 'llama', 'gpt2')");
+    }
+
+    auto tokens = lookup(file, kTokens);
+    if (!tokens) bad(kTokens, "is missing");
+    if (!tokens->is_array() || tokens->element_type() != ValueType::string)
+        bad(kTokens, "must be an array of strings");
+    if (tokens->size() == 0) bad(kTokens, "is empty");
+    if (tokens->size() > uint64_t(INT32_MAX)) bad(kTokens, "has more tokens than int32 ids allow");
+    const uint64_t n = tokens->size();
+    const int32_t n_vocab = int32_t(n);
+
+    v.text.reserve(n);
+    for (uint64_t i = 0; i < n; ++i) v.text.emplace_back(*tokens->at(i).as_string());
+
+    v.score.assign(n, 0.0f);
+    if (auto scores = optional_array(file, kScores, ValueType::f32, n))
+        std::memcpy(v.score.data(), scores->array_bytes().data(), n * sizeof(float));
+
+    v.type.assign(n, TokenType::normal);
+    if (auto types = optional_array(file, kTypes, ValueType::i32, n)) {
+        const auto bytes = types->array_bytes();
+        for (uint64_t i = 0; i < n; ++i) {
+            int32_t t;
+            std::memcpy(&t, bytes.data() + i * 4, 4);
+            if (t < 0 || t > 6)
+                bad(kTypes, "[" + std::to_string(i) + "] = " + std::to_string(t) + " is not a token type (0..6)");
+            // llama.cpp treats "undefined" (0) like a normal token.
+            v.type[i] = t == 0 ? TokenType::normal : TokenType(t);
+        }
+    }
+
+    v.byte_value.assign(n, -1);
+    v.byte_token.fill(-1);
+    for (uint64_t i = 0; i < n; ++i) {
+        v.ids[v.text[i]] = int32_t(i);
+        if (v.type[i] == TokenType::byte) {
+            const int b = parse_byte_piece(v.text[i]);
+            if (b < 0)
+                bad(kTypes, "[" + std::to_string(i) + "] marks '" + v.text[i] + "' as a byte token, which must be <0xNN>");
+            v.byte_value[i] = int16_t(b);
+        }
+    }
+    for (int b = 0; b < 256; ++b) {
+        char piece[8];
+        std::snprintf(piece, sizeof piece, "<0x%02X>", b);
+        v.byte_token[size_t(b)] = v.find(piece);
+    }
+
+    // llama.cpp's defaults when the ids are absent: SentencePiece's <unk>=0 <s>=1 </s>=2.
+    const bool spm = v.kind == Kind::spm;
+    v.bos = token_id(file, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, n_vocab);
+    v.eos = token_id(file, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, n_vocab);
+    v.unk = token_id(file, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, n_vocab);
+    v.pad = token_id(file, "tokenizer.ggml.padding_token_id", -1, n_vocab);
+    v.eot = token_id(file, "tokenizer.ggml.eot_token_id", -1, n_vocab);
+    v.eom = token_id(file, "tokenizer.ggml.eom_token_id", -1, n_vocab);
+
+    v.add_bos = optional_bool(file, "tokenizer.ggml.add_bos_token").value_or(spm) && v.bos >= 0;
+    v.add_eos = optional_bool(file, "tokenizer.ggml.add_eos_token").value_or(false) && v.eos >= 0;
+    v.add_space_prefix = spm && optional_bool(file, "tokenizer.ggml.add_space_prefix").value_or(true);
+    if (optional_bool(file, "tokenizer.ggml.add_bos_token").value_or(false) && v.bos < 0)
+        bad("tokenizer.ggml.add_bos_token", "is true but there is no tokenizer.ggml.bos_token_id");
+    if (optional_bool(file, "tokenizer.ggml.add_eos_token").value_or(false) && v.eos < 0)
+        bad("tokenizer.ggml.add_eos_token", "is true but there is no tokenizer.ggml.eos_token_id");
+
+    if (!spm) {
+        const std::string_view pre = lookup(file, kPre) ? need_string(file, kPre) : std::string_view("default");
+        if (pre == "default" || pre == "gpt2") {
+            v.pre = PreTokenizer::gpt2;
+        } else if (pre == "qwen2") {
+            v.pre = PreTokenizer::qwen2;
+        } else {
+            fail(Status::unsupported, std::string("vocabulary: ") + kPre + " = '" + std::string(pre) +
+                                          "' is not supported (supported: 'default', 'gpt2', 'qwen2')");
+        }
+        auto merges = lookup(file, kMerges);
+        if (!merges) bad(kMerges, "is missing (a 'gpt2' vocabulary needs its merges)");
+        if (!merges->is_array() || merges->element_type() != ValueType::string)
+            bad(kMerges, "must be an array of strings");
+        for (uint64_t i = 0; i < merges->size(); ++i) {
+            const std::string_view m = *merges->at(i).as_string();
+            // Split at the first space after the first character: a piece may itself start
+            // with a space in vocabularies that are not byte-mapped.
+            const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string_view::npos;
+            if (sp == std::string_view::npos || sp + 1 >= m.size())
+                bad(kMerges, "[" + std::to_string(i) + "] = '" + std::string(m) + "' is not 'left right'");
+            // The first listing of a pair is its rank, as in the merges file.
+            v.merge_rank.emplace(merge_key(m.substr(0, sp), m.substr(sp + 1)), int32_t(i));
+        }
+    }
+
+    for (int32_t id = 0; id < n_vocab; ++id) {
+        const TokenType t = v.type[size_t(id)];
+        if ((t == TokenType::control || t == TokenType::user_defined || t == TokenType::unknown) &&
+            !v.text[size_t(id)].empty())
+            v.specials.push_back(id);
+    }
+    std::stable_sort(v.specials.begin(), v.specials.end(), [&](int32_t a, int32_t b) {
+        return v.text[size_t(a)].size() > v.text[size_t(b)].size();
+    });
+
+    v.eog.assign(n, false);
+    for (int32_t id : {v.eos, v.eot, v.eom})
+        if (id >= 0) v.eog[size_t(id)] = true;
+    for (std::string_view t : kEndOfTurnTexts) {
+        const int32_t id = v.find(t);
+        if (id >= 0 && v.type[size_t(id)] == TokenType::control) v.eog[size_t(id)] = true;
+    }
+    return v;
+}
+
+}  // namespace strata::token
