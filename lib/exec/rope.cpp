@@ -17,8 +17,7 @@ double yarn_corr_dim(double n_dims, double n_ctx_orig, double n_rot_beta, double
 
 Rope::Rope(const model::Hparams& hp) : order_(hp.arch.rope_order), n_rot_(hp.rope.n_rot) {
     const model::RopeParams& r = hp.rope;
-    const bool scaled = r.scaling != model::RopeScaling::none;
-    freq_scale_ = scaled ? 1.0 / r.factor : 1.0;
+    freq_scale_ = 1.0 / r.factor;  // 1 when the file sets no factor (see model/hparams.cpp)
     ext_factor_ = r.scaling == model::RopeScaling::yarn ? r.ext_factor : 0.0;
     mscale_ = r.attn_factor;
     if (ext_factor_ != 0.0) {

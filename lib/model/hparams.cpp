@@ -40,12 +40,13 @@ void read_rope(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
     r.freq_base = meta_float(f, p + "rope.freq_base").value_or(10000.0);
     if (!(r.freq_base > 1.0) || !std::isfinite(r.freq_base)) bad(p + "rope.freq_base", "must be a finite number > 1");
 
-    const std::string type = meta_string(f, p + "rope.scaling.type").value_or("none");
-    // Older files give a linear factor as rope.scale_linear.
+    // As llama.cpp: an absent type means linear, and a factor (older files: rope.scale_linear)
+    // scales positions whatever the type says; without a factor nothing is scaled.
+    const std::string type = meta_string(f, p + "rope.scaling.type").value_or("linear");
     double factor = meta_float(f, p + "rope.scaling.factor").value_or(meta_float(f, p + "rope.scale_linear").value_or(1.0));
+    if (factor == 0.0) factor = 1.0;  // llama.cpp reads a zero factor as "not set"
     if (type == "none") {
         r.scaling = RopeScaling::none;
-        factor = 1.0;
     } else if (type == "linear") {
         r.scaling = RopeScaling::linear;
     } else if (type == "yarn") {

@@ -222,7 +222,7 @@ private:
         }
         const auto& r = hp_.rope;
         const bool yarn = r.scaling == model::RopeScaling::yarn;
-        const double fs = r.scaling == model::RopeScaling::none ? 1.0 : 1.0 / r.factor;
+        const double fs = 1.0 / r.factor;  // llama.cpp applies a factor whatever the scaling type
         double lo = 0, hi = 0, mscale = r.attn_factor;
         if (yarn) {
             auto corr = [&](double beta) {

@@ -43,7 +43,9 @@ TEST_CASE("hyperparameters and defaults are read for llama, qwen2 and qwen3") {
         CHECK(hp.head_dim == 64);       // default n_embd / n_head
         CHECK(hp.rope.n_rot == 64);     // default head_dim
         CHECK(hp.n_vocab == 64);        // from token_embd.weight
-        CHECK(hp.rope.scaling == model::RopeScaling::none);
+        // No scaling keys: llama.cpp's default type (linear) with factor 1, i.e. unscaled positions.
+        CHECK(hp.rope.scaling == model::RopeScaling::linear);
+        CHECK(hp.rope.factor == 1.0);
         CHECK(hp.arch.rope_order == (std::string(arch) == "llama" ? model::RopeOrder::normal : model::RopeOrder::neox));
         CHECK(hp.arch.qkv_bias == (std::string(arch) == "qwen2"));
         CHECK(hp.arch.qk_norm == (std::string(arch) == "qwen3"));
@@ -59,6 +61,15 @@ TEST_CASE("hyperparameters and defaults are read for llama, qwen2 and qwen3") {
     CHECK(hp.rope.beta_fast == 32.0);
     CHECK(hp.rope.beta_slow == 1.0);
     CHECK(hp.rope.n_ctx_orig == hp.n_ctx_train);
+}
+
+TEST_CASE("a rope scaling factor applies whatever the scaling type says, as in llama.cpp") {
+    test::SynthSpec s;
+    s.scaling = "none";
+    s.factor = 4.0;
+    const auto hp = model::read_hparams(*test::make_model(s, 3));
+    CHECK(hp.rope.scaling == model::RopeScaling::none);
+    CHECK(hp.rope.factor == 4.0);
 }
 
 TEST_CASE("a layer range binds only its own tensors; output ties to token_embd when absent") {
