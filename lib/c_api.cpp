@@ -1,5 +1,7 @@
 // Implements strata.h: versions, errors and type names here; models in capi/model.cpp,
 // writers in capi/writer.cpp.
+#include <cstring>
+
 #include "capi/guard.hpp"
 #include "gguf/ggml_types.hpp"
 #include "quant/formats.hpp"
@@ -37,6 +39,14 @@ strata_status set_error(strata_status status, const std::string& message) {
 }
 
 void clear_error() { g_last_error.clear(); }
+
+void copy_text_out(const std::string& text, char* buffer, size_t capacity, size_t* out_needed, const char* what) {
+    if (out_needed) *out_needed = text.size() + 1;
+    if (capacity < text.size() + 1)
+        fail(Status::buffer_too_small, std::string(what) + " needs " + std::to_string(text.size() + 1) +
+                                           " bytes, the buffer holds " + std::to_string(capacity));
+    std::memcpy(require(buffer, "buffer"), text.c_str(), text.size() + 1);
+}
 
 }  // namespace strata::capi
 

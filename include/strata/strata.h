@@ -382,7 +382,7 @@ STRATA_API strata_status strata_session_reset(strata_session* session);
 
 typedef struct strata_sampling_params {
     size_t struct_size;   /* sizeof(strata_sampling_params) */
-    float temperature;    /* <= 0: greedy (argmax) */
+    float temperature;    /* 0: greedy (argmax); negative is an error */
     int32_t top_k;        /* 0: off */
     float top_p;          /* 1: off */
     float min_p;          /* 0: off */
@@ -409,7 +409,7 @@ typedef int (*strata_token_fn)(int32_t token, const char* piece, size_t piece_le
 typedef enum strata_stop_reason {
     STRATA_STOP_MAX_TOKENS = 0,   /* max_tokens generated */
     STRATA_STOP_END_OF_GENERATION = 1, /* the model produced an end-of-generation token */
-    STRATA_STOP_STRING = 2,       /* the output ends with one of the stop strings */
+    STRATA_STOP_STRING = 2,       /* the output contains a stop string (the token completing it was emitted) */
     STRATA_STOP_CALLBACK = 3,     /* the callback returned non-zero */
     STRATA_STOP_CONTEXT_FULL = 4  /* the configured context is full */
 } strata_stop_reason;

@@ -7,6 +7,7 @@
 #define STRATA_HPP
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -258,8 +259,196 @@ public:
         return hex;
     }
 
+    // --- tokenizer ---
+    strata_vocab_info vocab() {
+        strata_vocab_info info{};
+        info.struct_size = sizeof info;
+        detail::check(strata_model_vocab_info(handle_, &info));
+        return info;
+    }
+    std::vector<int32_t> tokenize(std::string_view text, bool add_special = true, bool parse_special = false) {
+        size_t n = 0;
+        strata_status s = strata_tokenize(handle_, text.data(), text.size(), add_special, parse_special, nullptr, 0, &n);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::vector<int32_t> tokens(n);
+        detail::check(strata_tokenize(handle_, text.data(), text.size(), add_special, parse_special, tokens.data(),
+                                      tokens.size(), &n));
+        return tokens;
+    }
+    std::string detokenize(const std::vector<int32_t>& tokens, bool remove_special = false) {
+        size_t n = 0;
+        strata_status s = strata_detokenize(handle_, tokens.data(), tokens.size(), remove_special, nullptr, 0, &n);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::string text(n, '\0');
+        detail::check(strata_detokenize(handle_, tokens.data(), tokens.size(), remove_special, text.data(), text.size(), &n));
+        return text;
+    }
+    std::string token_to_piece(int32_t token) {
+        char buf[64];
+        size_t n = 0;
+        strata_status s = strata_token_to_piece(handle_, token, buf, sizeof buf, &n);
+        if (s == STRATA_OK) return std::string(buf, n);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::string piece(n, '\0');
+        detail::check(strata_token_to_piece(handle_, token, piece.data(), piece.size(), &n));
+        return piece;
+    }
+
 private:
     strata_model* handle_ = nullptr;
+};
+
+struct session_params {
+    int64_t n_ctx = 0;  // 0: the model's context_length, at most 4096
+    int32_t n_threads = 0;
+    strata_kv_type kv_type = STRATA_KV_F16;
+    uint64_t memory_budget = 0;  // 0: available memory
+};
+
+struct sampling_params {
+    float temperature = 0.8f;  // 0: greedy
+    int32_t top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    float repeat_penalty = 1.0f;
+    int32_t repeat_last_n = 64;
+    uint64_t seed = 0;
+};
+
+struct generate_options {
+    int32_t max_tokens = 128;
+    bool add_special = true;
+    bool parse_special = false;
+    bool stop_at_end_of_generation = true;
+    std::vector<std::string> stop_strings;
+};
+
+// One sequence on a model: KV cache, sampler, generation. Free sessions before their model.
+class session {
+public:
+    explicit session(model& m, const session_params& p = session_params()) {
+        strata_session_params c;
+        strata_session_default_params(&c);
+        c.n_ctx = p.n_ctx;
+        c.n_threads = p.n_threads;
+        c.kv_type = p.kv_type;
+        c.memory_budget = p.memory_budget;
+        detail::check(strata_session_create(m.get(), &c, &handle_));
+    }
+    session(session&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    session& operator=(session&& other) noexcept {
+        if (this != &other) {
+            strata_session_free(handle_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+    ~session() { strata_session_free(handle_); }
+
+    strata_session* get() const noexcept { return handle_; }
+
+    std::string plan() const {
+        size_t needed = 0;
+        strata_status s = strata_session_plan(handle_, nullptr, 0, &needed);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::string text(needed, '\0');
+        detail::check(strata_session_plan(handle_, text.data(), text.size(), &needed));
+        text.resize(needed - 1);
+        return text;
+    }
+    int64_t n_ctx() const {
+        int64_t v = 0;
+        detail::check(strata_session_n_ctx(handle_, &v));
+        return v;
+    }
+    int64_t n_past() const {
+        int64_t v = 0;
+        detail::check(strata_session_n_past(handle_, &v));
+        return v;
+    }
+    int32_t n_vocab() const {
+        int32_t v = 0;
+        detail::check(strata_session_n_vocab(handle_, &v));
+        return v;
+    }
+    void decode(const std::vector<int32_t>& tokens, bool all_logits = false) {
+        detail::check(strata_session_decode(handle_, tokens.data(), tokens.size(), all_logits));
+    }
+    // rows * n_vocab floats of the last decode (a copy).
+    std::vector<float> logits() const {
+        const float* data = nullptr;
+        size_t rows = 0;
+        detail::check(strata_session_logits(handle_, &data, &rows));
+        return std::vector<float>(data, data + rows * size_t(n_vocab()));
+    }
+    void reset() { detail::check(strata_session_reset(handle_)); }
+    void set_sampling(const sampling_params& p) {
+        strata_sampling_params c;
+        strata_sampling_default_params(&c);
+        c.temperature = p.temperature;
+        c.top_k = p.top_k;
+        c.top_p = p.top_p;
+        c.min_p = p.min_p;
+        c.repeat_penalty = p.repeat_penalty;
+        c.repeat_last_n = p.repeat_last_n;
+        c.seed = p.seed;
+        detail::check(strata_session_set_sampling(handle_, &c));
+    }
+    std::string sampling_json() const {
+        size_t needed = 0;
+        strata_status s = strata_session_sampling_json(handle_, nullptr, 0, &needed);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::string text(needed, '\0');
+        detail::check(strata_session_sampling_json(handle_, text.data(), text.size(), &needed));
+        text.resize(needed - 1);
+        return text;
+    }
+    int32_t sample() {
+        int32_t token = 0;
+        detail::check(strata_session_sample(handle_, &token));
+        return token;
+    }
+
+    // Streams every generated token's bytes to on_piece (return false to stop). An exception
+    // thrown by on_piece stops generation and is rethrown here.
+    template <typename OnPiece>
+    strata_generate_result generate(std::string_view prompt, const generate_options& o, OnPiece&& on_piece) {
+        struct state {
+            OnPiece* fn;
+            std::exception_ptr error;
+        } st{&on_piece, nullptr};
+        std::vector<const char*> stops;
+        for (const auto& s : o.stop_strings) stops.push_back(s.c_str());
+        strata_generate_params c;
+        strata_generate_default_params(&c);
+        c.max_tokens = o.max_tokens;
+        c.add_special = o.add_special;
+        c.parse_special = o.parse_special;
+        c.stop_at_end_of_generation = o.stop_at_end_of_generation;
+        c.stop_strings = stops.data();
+        c.n_stop_strings = stops.size();
+        c.user_data = &st;
+        c.on_token = [](int32_t token, const char* piece, size_t length, void* user) -> int {
+            auto* s = static_cast<state*>(user);
+            try {
+                return (*s->fn)(token, std::string_view(piece, length)) ? 0 : 1;
+            } catch (...) {
+                s->error = std::current_exception();
+                return 1;
+            }
+        };
+        strata_generate_result r{};
+        r.struct_size = sizeof r;
+        strata_status status = strata_session_generate(handle_, prompt.data(), prompt.size(), &c, &r);
+        if (st.error) std::rethrow_exception(st.error);
+        detail::check(status);
+        return r;
+    }
+
+private:
+    strata_session* handle_ = nullptr;
 };
 
 // Builds a GGUF file (or split shards). Movable, not copyable.

@@ -32,6 +32,10 @@ void require_struct(const Struct* s, size_t min_size, const char* what) {
                                            " (set it to sizeof the struct)");
 }
 
+// Copies text plus a NUL into a caller buffer; *out_needed (may be NULL) receives the size
+// including the NUL. Too small a buffer: buffer_too_small naming `what`, nothing written.
+void copy_text_out(const std::string& text, char* buffer, size_t capacity, size_t* out_needed, const char* what);
+
 }  // namespace strata::capi
 
 #define STRATA_API_BEGIN \

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "capi/guard.hpp"
+#include "capi/handles.hpp"
 #include "gguf/digest.hpp"
 #include "gguf/ggml_types.hpp"
 #include "gguf/model_file.hpp"
@@ -17,20 +18,23 @@ using strata::capi::require;
 using strata::gguf::Value;
 using strata::gguf::ValueType;
 
-struct strata_model {
-    std::unique_ptr<strata::gguf::ModelFile> file;
-    strata_progress_fn progress = nullptr;
-    void* progress_user_data = nullptr;
-    std::string digest_cache_dir;
-    bool use_digest_cache = true;
 
-    std::mutex digest_mutex;                 // shard digests are computed once, on demand
-    std::vector<std::string> shard_digests;  // "" until computed
-};
+namespace strata::capi {
+
+const gguf::ModelFile& file_of(const strata_model* model) { return *require(model, "model")->file; }
+
+const token::Tokenizer& tokenizer_of(strata_model* model) {
+    require(model, "model");
+    // call_once leaves the flag unset when the call throws: a bad vocabulary is reported each time.
+    std::call_once(model->tokenizer_once, [model] { model->tokenizer = token::Tokenizer::from_gguf(*model->file); });
+    return *model->tokenizer;
+}
+
+}  // namespace strata::capi
+
+using strata::capi::file_of;
 
 namespace {
-
-const strata::gguf::ModelFile& file_of(const strata_model* model) { return *require(model, "model")->file; }
 
 Value lookup(const strata_model* model, const char* key) {
     const auto& file = file_of(model);
@@ -251,12 +255,8 @@ strata_status strata_model_metadata_array_string(const strata_model* model, cons
 strata_status strata_model_metadata_json(const strata_model* model, const char* key, char* buffer, size_t capacity,
                                          size_t* out_needed) {
     STRATA_API_BEGIN
-    const std::string json = lookup(model, key).to_json();
-    if (out_needed) *out_needed = json.size() + 1;
-    if (capacity < json.size() + 1)
-        fail(Status::buffer_too_small, "the JSON of '" + std::string(key) + "' needs " + std::to_string(json.size() + 1) +
-                                           " bytes, the buffer holds " + std::to_string(capacity));
-    std::memcpy(require(buffer, "buffer"), json.c_str(), json.size() + 1);
+    strata::capi::copy_text_out(lookup(model, key).to_json(), buffer, capacity, out_needed,
+                                (std::string("the JSON of '") + key + "'").c_str());
     STRATA_API_END
 }
 

@@ -1,0 +1,130 @@
+// strata-run: generate text from a GGUF model on the CPU, streaming tokens as they come.
+//
+//   strata-run MODEL.gguf [MORE-SHARDS...] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]
+//              [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N] [--kv f16|q8_0]
+//
+// Ends with the actual counts and rates of this run (prompt tokens prefilled, tokens generated,
+// prefill and decode tokens per second) and the sampling settings in force. Uses only strata.hpp.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "strata/strata.hpp"
+
+namespace {
+
+struct Options {
+    std::vector<std::string> paths;
+    std::string prompt;
+    bool have_prompt = false;
+    strata::generate_options generate;
+    strata::sampling_params sampling;
+    strata::session_params session;
+};
+
+const char* kUsage =
+    "usage: strata-run MODEL.gguf [MORE-SHARDS...] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
+    "                  [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N] [--kv f16|q8_0]\n"
+    "Streams the generated text to stdout; the run's figures go to stderr.\n";
+
+[[noreturn]] void usage_error(const std::string& message) {
+    std::cerr << "strata-run: " << message << "\n" << kUsage;
+    std::exit(2);
+}
+
+template <typename T>
+T parse_number(const std::string& flag, const std::string& text) {
+    try {
+        size_t used = 0;
+        T value;
+        if constexpr (std::is_floating_point_v<T>) value = T(std::stod(text, &used));
+        else value = T(std::stoll(text, &used));
+        if (used != text.size()) throw std::invalid_argument(text);
+        return value;
+    } catch (const std::exception&) {
+        usage_error(flag + " needs a number, got '" + text + "'");
+    }
+}
+
+Options parse_args(int argc, char** argv) {
+    Options o;
+    o.generate.max_tokens = 64;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() {
+            if (i + 1 >= argc) usage_error(a + " needs a value");
+            return std::string(argv[++i]);
+        };
+        if (a == "-p" || a == "--prompt") { o.prompt = value(); o.have_prompt = true; }
+        else if (a == "-n" || a == "--n-predict") o.generate.max_tokens = parse_number<int32_t>(a, value());
+        else if (a == "--temp") o.sampling.temperature = parse_number<float>(a, value());
+        else if (a == "--top-k") o.sampling.top_k = parse_number<int32_t>(a, value());
+        else if (a == "--top-p") o.sampling.top_p = parse_number<float>(a, value());
+        else if (a == "--min-p") o.sampling.min_p = parse_number<float>(a, value());
+        else if (a == "--repeat-penalty") o.sampling.repeat_penalty = parse_number<float>(a, value());
+        else if (a == "--seed") o.sampling.seed = parse_number<uint64_t>(a, value());
+        else if (a == "--threads" || a == "-t") o.session.n_threads = parse_number<int32_t>(a, value());
+        else if (a == "--ctx" || a == "-c") o.session.n_ctx = parse_number<int64_t>(a, value());
+        else if (a == "--kv") {
+            const std::string kv = value();
+            if (kv == "f16") o.session.kv_type = STRATA_KV_F16;
+            else if (kv == "q8_0") o.session.kv_type = STRATA_KV_Q8_0;
+            else usage_error("--kv must be f16 or q8_0, got '" + kv + "'");
+        } else if (a == "-h" || a == "--help") {
+            std::cout << kUsage;
+            std::exit(0);
+        } else if (a.size() > 1 && a[0] == '-') usage_error("unknown option " + a);
+        else o.paths.push_back(a);
+    }
+    if (o.paths.empty()) usage_error("no model file given");
+    if (!o.have_prompt) usage_error("-p PROMPT is required");
+    return o;
+}
+
+const char* stop_reason_name(int32_t reason) {
+    switch (reason) {
+        case STRATA_STOP_MAX_TOKENS: return "max tokens";
+        case STRATA_STOP_END_OF_GENERATION: return "end of generation";
+        case STRATA_STOP_STRING: return "stop string";
+        case STRATA_STOP_CALLBACK: return "stopped by the caller";
+        case STRATA_STOP_CONTEXT_FULL: return "context full";
+        default: return "unknown";
+    }
+}
+
+double per_second(int64_t n, double seconds) { return seconds > 0 ? double(n) / seconds : 0.0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options o = parse_args(argc, argv);
+    try {
+        strata::model m(o.paths);
+        strata::session s(m, o.session);
+        s.set_sampling(o.sampling);
+        std::fprintf(stderr, "%s\n", s.plan().c_str());
+        std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
+        std::fflush(stdout);
+        const auto r = s.generate(o.prompt, o.generate, [](int32_t, std::string_view piece) {
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+            return true;
+        });
+        std::printf("\n");
+        std::fprintf(stderr,
+                     "\nprompt tokens:    %lld (prefill %.3f s, %.1f tok/s)\n"
+                     "generated tokens: %lld (decode %.3f s, %.1f tok/s)\n"
+                     "stopped by:       %s\n"
+                     "context:          %lld of %lld configured tokens used\n"
+                     "sampling:         %s\n",
+                     (long long)r.n_prompt_tokens, r.prefill_seconds, per_second(r.n_prompt_tokens, r.prefill_seconds),
+                     (long long)r.n_generated, r.decode_seconds, per_second(r.n_generated, r.decode_seconds),
+                     stop_reason_name(r.stop_reason), (long long)s.n_past(), (long long)s.n_ctx(),
+                     s.sampling_json().c_str());
+    } catch (const strata::error& e) {
+        std::cerr << "strata-run: " << e.what() << "\n";
+        return 2;
+    }
+    return 0;
+}

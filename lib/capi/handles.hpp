@@ -1,0 +1,32 @@
+// The structs behind the opaque handles of strata.h, shared by the capi/*.cpp files.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gguf/model_file.hpp"
+#include "token/tokenizer.hpp"
+
+struct strata_model {
+    std::unique_ptr<strata::gguf::ModelFile> file;
+    strata_progress_fn progress = nullptr;
+    void* progress_user_data = nullptr;
+    std::string digest_cache_dir;
+    bool use_digest_cache = true;
+
+    std::mutex digest_mutex;                 // shard digests are computed once, on demand
+    std::vector<std::string> shard_digests;  // "" until computed
+
+    std::once_flag tokenizer_once;           // the vocabulary is parsed on first use
+    std::unique_ptr<strata::token::Tokenizer> tokenizer;
+};
+
+namespace strata::capi {
+
+const gguf::ModelFile& file_of(const strata_model* model);
+// Builds the tokenizer on first use; throws what Tokenizer::from_gguf throws (every call again).
+const token::Tokenizer& tokenizer_of(strata_model* model);
+
+}  // namespace strata::capi

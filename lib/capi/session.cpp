@@ -1,0 +1,306 @@
+// strata_session_*: one sequence on a model (exec::Context + sample::Sampler) and generation.
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capi/guard.hpp"
+#include "capi/handles.hpp"
+#include "exec/context.hpp"
+#include "sample/sampler.hpp"
+
+using strata::Status;
+using strata::fail;
+using strata::capi::require;
+
+struct strata_session {
+    strata_model* model = nullptr;
+    std::unique_ptr<strata::exec::Context> context;
+    std::unique_ptr<strata::sample::Sampler> sampler;
+    std::vector<float> logits;  // rows * n_vocab of the last decode
+    size_t logits_rows = 0;
+    // The last sampled token: when it is decoded next it is already in the penalty history
+    // (Sampler::sample records it), so decode must not record it twice.
+    std::optional<int32_t> sampled_not_decoded;
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+strata::sample::SamplerParams sampler_params(const strata_sampling_params& p) {
+    strata::sample::SamplerParams s;
+    s.temperature = p.temperature;
+    s.top_k = p.top_k;
+    s.top_p = p.top_p;
+    s.min_p = p.min_p;
+    s.repeat_penalty = p.repeat_penalty;
+    s.repeat_last_n = p.repeat_last_n;
+    s.seed = p.seed;
+    return s;
+}
+
+strata_session& session_of(strata_session* session) { return *require(session, "session"); }
+const strata_session& session_of(const strata_session* session) { return *require(session, "session"); }
+
+// Everything that would make a decode fail is checked here, before anything runs.
+void check_tokens(const strata_session& s, const int32_t* tokens, size_t n_tokens) {
+    if (n_tokens == 0) fail(Status::invalid_argument, "n_tokens must be at least 1");
+    require(tokens, "tokens");
+    const int64_t n_vocab = s.context->n_vocab();
+    for (size_t i = 0; i < n_tokens; ++i)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            fail(Status::invalid_argument, "token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
+                                               ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    const int64_t n_past = s.context->n_past(), n_ctx = s.context->n_ctx();
+    if (int64_t(n_tokens) > n_ctx - n_past)
+        fail(Status::context_overflow, std::to_string(n_tokens) + " tokens do not fit the configured context of " +
+                                           std::to_string(n_ctx) + " tokens: " + std::to_string(n_past) +
+                                           " are in use, " + std::to_string(n_ctx - n_past) + " free");
+}
+
+void decode(strata_session& s, const int32_t* tokens, size_t n_tokens, bool all_logits) {
+    check_tokens(s, tokens, n_tokens);
+    const size_t rows = all_logits ? n_tokens : 1;
+    s.logits.resize(rows * size_t(s.context->n_vocab()));
+    s.logits_rows = 0;  // a failure below leaves no stale logits readable
+    s.context->decode({tokens, n_tokens}, s.logits.data(), all_logits);
+    s.logits_rows = rows;
+    for (size_t i = 0; i < n_tokens; ++i) {
+        if (i == 0 && s.sampled_not_decoded == tokens[0]) continue;
+        s.sampler->accept(tokens[i]);
+    }
+    s.sampled_not_decoded.reset();
+}
+
+int32_t sample(strata_session& s) {
+    if (s.logits_rows == 0) fail(Status::invalid_argument, "there are no logits to sample from: decode first");
+    const size_t n_vocab = size_t(s.context->n_vocab());
+    const float* last = s.logits.data() + (s.logits_rows - 1) * n_vocab;
+    const int32_t token = s.sampler->sample({last, n_vocab});
+    s.sampled_not_decoded = token;
+    return token;
+}
+
+bool contains_stop(const std::string& text, const std::vector<std::string>& stops) {
+    return std::any_of(stops.begin(), stops.end(),
+                       [&](const std::string& stop) { return !stop.empty() && text.find(stop) != std::string::npos; });
+}
+
+}  // namespace
+
+extern "C" {
+
+void strata_session_default_params(strata_session_params* params) {
+    if (!params) return;
+    *params = strata_session_params{};
+    params->struct_size = sizeof *params;
+    params->kv_type = STRATA_KV_F16;
+}
+
+strata_status strata_session_create(strata_model* model, const strata_session_params* params,
+                                    strata_session** out_session) {
+    STRATA_API_BEGIN
+    require(out_session, "out_session");
+    *out_session = nullptr;
+    require(model, "model");
+    strata_session_params p;
+    strata_session_default_params(&p);
+    if (params) {
+        strata::capi::require_struct(params, sizeof(strata_session_params), "params");
+        p = *params;
+    }
+    if (p.n_ctx < 0) fail(Status::invalid_argument, "n_ctx is " + std::to_string(p.n_ctx) + ", expected 0 or more");
+    if (p.n_threads < 0)
+        fail(Status::invalid_argument, "n_threads is " + std::to_string(p.n_threads) + ", expected 0 or more");
+    if (p.kv_type != STRATA_KV_F16 && p.kv_type != STRATA_KV_Q8_0)
+        fail(Status::invalid_argument, "kv_type is " + std::to_string(p.kv_type) + ", expected STRATA_KV_F16 or STRATA_KV_Q8_0");
+    strata::exec::ContextParams cp;
+    cp.n_ctx = p.n_ctx;
+    cp.n_threads = p.n_threads;
+    cp.kv_type = p.kv_type == STRATA_KV_Q8_0 ? strata::exec::KvType::q8_0 : strata::exec::KvType::f16;
+    cp.memory_budget = p.memory_budget;
+    auto session = std::make_unique<strata_session>();
+    session->model = model;
+    session->context = std::make_unique<strata::exec::Context>(*model->file, cp);
+    strata_sampling_params defaults;
+    strata_sampling_default_params(&defaults);
+    session->sampler = std::make_unique<strata::sample::Sampler>(sampler_params(defaults));
+    *out_session = session.release();
+    STRATA_API_END
+}
+
+void strata_session_free(strata_session* session) { delete session; }
+
+strata_status strata_session_plan(const strata_session* session, char* text, size_t capacity, size_t* out_needed) {
+    STRATA_API_BEGIN
+    strata::capi::copy_text_out(session_of(session).context->plan().describe(), text, capacity, out_needed,
+                                "the memory plan");
+    STRATA_API_END
+}
+
+strata_status strata_session_n_ctx(const strata_session* session, int64_t* out_n_ctx) {
+    STRATA_API_BEGIN
+    *require(out_n_ctx, "out_n_ctx") = session_of(session).context->n_ctx();
+    STRATA_API_END
+}
+
+strata_status strata_session_n_past(const strata_session* session, int64_t* out_n_past) {
+    STRATA_API_BEGIN
+    *require(out_n_past, "out_n_past") = session_of(session).context->n_past();
+    STRATA_API_END
+}
+
+strata_status strata_session_n_vocab(const strata_session* session, int32_t* out_n_vocab) {
+    STRATA_API_BEGIN
+    *require(out_n_vocab, "out_n_vocab") = int32_t(session_of(session).context->n_vocab());
+    STRATA_API_END
+}
+
+strata_status strata_session_decode(strata_session* session, const int32_t* tokens, size_t n_tokens, int all_logits) {
+    STRATA_API_BEGIN
+    decode(session_of(session), tokens, n_tokens, all_logits != 0);
+    STRATA_API_END
+}
+
+strata_status strata_session_logits(const strata_session* session, const float** out_logits, size_t* out_n_rows) {
+    STRATA_API_BEGIN
+    const auto& s = session_of(session);
+    require(out_logits, "out_logits");
+    require(out_n_rows, "out_n_rows");
+    if (s.logits_rows == 0) fail(Status::invalid_argument, "there are no logits: decode first");
+    *out_logits = s.logits.data();
+    *out_n_rows = s.logits_rows;
+    STRATA_API_END
+}
+
+strata_status strata_session_reset(strata_session* session) {
+    STRATA_API_BEGIN
+    auto& s = session_of(session);
+    s.context->reset();
+    s.sampler->reset();
+    s.logits_rows = 0;
+    s.sampled_not_decoded.reset();
+    STRATA_API_END
+}
+
+void strata_sampling_default_params(strata_sampling_params* params) {
+    if (!params) return;
+    const strata::sample::SamplerParams d;
+    *params = strata_sampling_params{};
+    params->struct_size = sizeof *params;
+    params->temperature = d.temperature;
+    params->top_k = d.top_k;
+    params->top_p = d.top_p;
+    params->min_p = d.min_p;
+    params->repeat_penalty = d.repeat_penalty;
+    params->repeat_last_n = d.repeat_last_n;
+    params->seed = d.seed;
+}
+
+strata_status strata_session_set_sampling(strata_session* session, const strata_sampling_params* params) {
+    STRATA_API_BEGIN
+    auto& s = session_of(session);
+    strata::capi::require_struct(params, sizeof(strata_sampling_params), "params");
+    s.sampler = std::make_unique<strata::sample::Sampler>(sampler_params(*params));  // validates
+    s.sampled_not_decoded.reset();
+    STRATA_API_END
+}
+
+strata_status strata_session_sampling_json(const strata_session* session, char* text, size_t capacity,
+                                           size_t* out_needed) {
+    STRATA_API_BEGIN
+    strata::capi::copy_text_out(session_of(session).sampler->params().to_json(), text, capacity, out_needed,
+                                "the sampling settings");
+    STRATA_API_END
+}
+
+strata_status strata_session_sample(strata_session* session, int32_t* out_token) {
+    STRATA_API_BEGIN
+    require(out_token, "out_token");
+    *out_token = sample(session_of(session));
+    STRATA_API_END
+}
+
+void strata_generate_default_params(strata_generate_params* params) {
+    if (!params) return;
+    *params = strata_generate_params{};
+    params->struct_size = sizeof *params;
+    params->max_tokens = 128;
+    params->add_special = 1;
+    params->stop_at_end_of_generation = 1;
+}
+
+strata_status strata_session_generate(strata_session* session, const char* prompt, size_t prompt_length,
+                                      const strata_generate_params* params, strata_generate_result* out_result) {
+    STRATA_API_BEGIN
+    auto& s = session_of(session);
+    strata_generate_params p;
+    strata_generate_default_params(&p);
+    if (params) {
+        strata::capi::require_struct(params, sizeof(strata_generate_params), "params");
+        p = *params;
+    }
+    if (out_result) strata::capi::require_struct(out_result, sizeof(strata_generate_result), "out_result");
+    if (p.max_tokens < 0)
+        fail(Status::invalid_argument, "max_tokens is " + std::to_string(p.max_tokens) + ", expected 0 or more");
+    std::vector<std::string> stops;
+    if (p.n_stop_strings) require(p.stop_strings, "stop_strings");
+    for (size_t i = 0; i < p.n_stop_strings; ++i) stops.emplace_back(require(p.stop_strings[i], "stop_strings[i]"));
+    if (prompt_length) require(prompt, "prompt");
+
+    const auto& tok = strata::capi::tokenizer_of(s.model);
+    const bool at_start = s.context->n_past() == 0;
+    const auto prompt_tokens = tok.encode(std::string_view(prompt_length ? prompt : "", prompt_length),
+                                          p.add_special != 0 && at_start, p.parse_special != 0);
+    strata_generate_result result{};
+    result.struct_size = sizeof result;
+    if (!prompt_tokens.empty()) {
+        const auto t0 = Clock::now();
+        decode(s, prompt_tokens.data(), prompt_tokens.size(), false);
+        result.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        result.n_prompt_tokens = int64_t(prompt_tokens.size());
+    } else if (s.logits_rows == 0) {
+        fail(Status::invalid_argument, "the prompt is empty and the session holds no logits to continue from");
+    }
+
+    // Each emitted token is decoded right away, so the session can continue after a stop.
+    const auto t1 = Clock::now();
+    std::string tail;  // the end of the generated text, searched for stop strings
+    size_t longest_stop = 0;
+    for (const auto& stop : stops) longest_stop = std::max(longest_stop, stop.size());
+    result.stop_reason = STRATA_STOP_MAX_TOKENS;
+    while (result.n_generated < p.max_tokens) {
+        const int32_t token = sample(s);
+        if (p.stop_at_end_of_generation && tok.is_eog(token)) {
+            result.stop_reason = STRATA_STOP_END_OF_GENERATION;
+            break;
+        }
+        const std::string piece = tok.token_to_piece(token);
+        ++result.n_generated;
+        const bool callback_stop = p.on_token && p.on_token(token, piece.data(), piece.size(), p.user_data) != 0;
+        if (s.context->n_past() >= s.context->n_ctx()) {
+            result.stop_reason = STRATA_STOP_CONTEXT_FULL;
+            break;
+        }
+        decode(s, &token, 1, false);
+        if (callback_stop) {
+            result.stop_reason = STRATA_STOP_CALLBACK;
+            break;
+        }
+        // A stop string may span pieces and end inside one: search the new bytes plus enough of
+        // the earlier ones (longest_stop - 1) to complete any match that started before.
+        tail += piece;
+        if (contains_stop(tail, stops)) {
+            result.stop_reason = STRATA_STOP_STRING;
+            break;
+        }
+        if (longest_stop > 0 && tail.size() >= longest_stop) tail.erase(0, tail.size() - (longest_stop - 1));
+    }
+    result.decode_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+    if (out_result) *out_result = result;
+    STRATA_API_END
+}
+
+}  // extern "C"
