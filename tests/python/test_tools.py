@@ -24,7 +24,9 @@ def _tool(name: str) -> Path:
 
 
 def _run(*args, check=True) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in args], capture_output=True, text=True, check=check, timeout=120)
+    # Random weights emit byte tokens: the output need not be valid UTF-8.
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, errors="surrogateescape",
+                          check=check, timeout=120)
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +114,31 @@ def test_inspect_reports_a_missing_tensor_and_bad_arguments_with_status_2(split_
     assert _run(_tool("strata-inspect"), split_model[0], "--bogus", check=False).returncode == 2
     bad = _run(_tool("strata-mkmodel"), "--preset", "huge", "-o", tmp_path / "m.gguf", check=False)
     assert bad.returncode == 2 and "unknown preset" in bad.stderr
+
+
+def test_run_streams_text_and_reports_the_actual_counts_and_rates(split_model):
+    import re
+    import strata
+    args = [_tool("strata-run"), split_model[0], "-p", "Hello, strata", "-n", "8", "--seed", "5", "--temp", "0.7"]
+    first = _run(*args)
+    second = _run(*args)
+    assert first.stdout == second.stdout and first.stdout.startswith("Hello, strata")
+    with strata.Model(split_model[0]) as m:
+        n_prompt = len(m.tokenize("Hello, strata"))
+    assert re.search(rf"^prompt tokens: +{n_prompt} \(prefill [0-9.]+ s, [0-9.]+ tok/s\)$", first.stderr, re.M), first.stderr
+    generated = int(re.search(r"^generated tokens: +(\d+)", first.stderr, re.M).group(1))
+    stop = re.search(r"^stopped by: +(.+)$", first.stderr, re.M).group(1)
+    assert generated == 8 or (generated < 8 and stop == "end of generation"), first.stderr
+    assert re.search(rf"^context: +{n_prompt + generated} of 512 configured tokens used$", first.stderr, re.M)
+    assert '"seed":5' in first.stderr and '"temperature":0.7' in first.stderr
+    assert "configured context 512" in first.stderr  # the memory plan
+
+
+def test_run_refuses_bad_arguments_and_context_overflow_with_status_2(split_model):
+    assert _run(_tool("strata-run"), split_model[0], check=False).returncode == 2  # no prompt
+    bad = _run(_tool("strata-run"), split_model[0], "-p", "x", "--kv", "q4", check=False)
+    assert bad.returncode == 2 and "--kv" in bad.stderr
+    over = _run(_tool("strata-run"), split_model[0], "-p", "word " * 200, "--ctx", "16", check=False)
+    assert over.returncode == 2 and "do not fit the configured context of 16 tokens" in over.stderr
+    temp = _run(_tool("strata-run"), split_model[0], "-p", "x", "--temp", "-1", check=False)
+    assert temp.returncode == 2 and "temperature" in temp.stderr
