@@ -18,9 +18,8 @@ struct Fragment {
     int32_t token = -1;
 };
 
-bool starts_run(TokenType t) {
-    return t == TokenType::control || t == TokenType::user_defined || t == TokenType::unknown;
-}
+// Tokens that encode emits as whole fragments: the text after them got a space prefix.
+bool starts_run(TokenType t) { return t == TokenType::control || t == TokenType::user_defined; }
 
 }  // namespace
 
@@ -167,6 +166,10 @@ std::string Tokenizer::decode(std::span<const int32_t> tokens, bool remove_speci
             flush();
             append_piece(out, t, remove_special);
             strip = vocab_.add_space_prefix;
+        } else if (type == TokenType::unknown) {
+            // Usually a character the vocabulary cannot spell, inside the text: no prefix follows.
+            flush();
+            append_piece(out, t, remove_special);
         }  // unused tokens contribute nothing
     }
     flush();

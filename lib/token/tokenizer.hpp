@@ -21,8 +21,8 @@
 // BPE: characters -> bytes), byte tokens their byte, user-defined tokens their text, control
 // tokens their text unless remove_special, unknown tokens U+2585 (as llama.cpp), unused
 // tokens nothing. SPM with add_space_prefix: decode removes one leading space from the first
-// piece of each text run that starts the output or follows a control, user-defined or
-// unknown token — undoing the prefix encode added there, so that
+// piece of each text run that starts the output or follows a control or user-defined
+// token — undoing the prefix encode added there, so that
 // decode(encode(t, add_special, parse_special), true) == t. (llama.cpp strips only at the
 // start; it keeps " user" in "<|im_start|> user".) token_to_piece never strips.
 // SPM decode also turns a U+2581 spelled by byte tokens back into a space (vocabularies

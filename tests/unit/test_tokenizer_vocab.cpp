@@ -166,4 +166,7 @@ TEST_CASE("a vocabulary without byte tokens spells unknown characters as one unk
     CHECK(tok->bos() == 1);  // llama.cpp's default id, which exists here
     CHECK(tok->encode("a\xc3\xa9", true, false) == std::vector<int32_t>{1, 2, 0});
     CHECK(tok->decode(std::vector<int32_t>{1, 2, 0}) == "a\xe2\x96\x85");
+    // The space after an unknown character is text, not a prefix to remove.
+    CHECK(tok->encode("\xc3\xa9 a", false, false) == std::vector<int32_t>{1, 0, 1, 2});
+    CHECK(tok->decode(std::vector<int32_t>{1, 0, 1, 2}) == "\xe2\x96\x85 a");
 }
