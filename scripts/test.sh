@@ -21,9 +21,9 @@ ctest --test-dir build --output-on-failure -j "$(jobs)"
 log "stage 2/3: unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSTRATA_SANITIZE=ON -DSTRATA_WERROR=ON \
   -DSTRATA_CUDA=OFF -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
-cmake --build build-asan -j "$(jobs)" --target strata_unit_tests strata_c99_test
+cmake --build build-asan -j "$(jobs)" --target strata_unit_tests strata_c99_test strata_hpp_test
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -R '^(unit|c99_abi)$'
+  ctest --test-dir build-asan --output-on-failure -R '^(unit|c99_abi|hpp_api)$'
 
 log "stage 3/3: fuzzing the GGUF reader for ${STRATA_FUZZ_SECONDS:-60} s (build-fuzz/)"
 scripts/fuzz.sh "${STRATA_FUZZ_SECONDS:-60}"
