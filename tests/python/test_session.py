@@ -177,7 +177,7 @@ def test_generate_streams_valid_text_equal_to_a_manual_greedy_loop(model):
         assert "".join(pieces) == gen.text == b"".join(model.token_to_piece(t) for t in gen.tokens).decode(
             "utf-8", "replace")
         assert gen.n_prompt_tokens == len(model.tokenize(prompt))
-        assert s.n_past == gen.n_prompt_tokens + 11  # the last sampled token is not decoded
+        assert s.n_past == gen.n_prompt_tokens + 12  # every generated token is decoded, as in the C ABI
     with _greedy(model) as s:
         s.decode(model.tokenize(prompt))
         manual = []

@@ -142,3 +142,19 @@ def test_run_refuses_bad_arguments_and_context_overflow_with_status_2(split_mode
     assert over.returncode == 2 and "do not fit the configured context of 16 tokens" in over.stderr
     temp = _run(_tool("strata-run"), split_model[0], "-p", "x", "--temp", "-1", check=False)
     assert temp.returncode == 2 and "temperature" in temp.stderr
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen3"])
+def test_mkmodel_bpe_and_spm_models_tokenize_round_trip_and_generate(tmp_path, arch):
+    import strata
+    for vocab in ("spm", "bpe"):
+        out = tmp_path / f"{arch}-{vocab}.gguf"
+        _run(_tool("strata-mkmodel"), "--arch", arch, "--preset", "tiny", "--vocab", vocab, "--type", "q8_0",
+             "--seed", "3", "-o", out)
+        with strata.Model(out) as m:
+            assert m.vocab.kind == vocab
+            text = "Hello world, the theory of strata: 42 ünïcödé!"
+            assert m.detokenize(m.tokenize(text), remove_special=True) == text
+            with m.session(n_ctx=128, temperature=0.0) as s:
+                pieces = list(s.generate(text, max_tokens=4, stop_at_end_of_generation=False))
+                assert s.n_past == len(m.tokenize(text)) + 4, pieces

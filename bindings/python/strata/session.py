@@ -408,15 +408,17 @@ class Generation(Iterator[str]):
             return self._finish("end_of_generation")
         self.tokens.append(t)
         out = self._emit(self._decoder.decode(s.model.token_to_piece(t)), final=False)
+        if s.n_past >= s.n_ctx:
+            tail = None if self._done else self._finish("context_full")
+            return (out or "") + (tail or "")
+        # Every emitted token enters the KV cache, as strata_session_generate does, so the
+        # session can continue from where generation stopped.
+        s.decode([t])
         if self._done:
             return out
         if len(self.tokens) >= self.max_tokens:
             tail = self._finish("max_tokens")
             return (out or "") + (tail or "")
-        if s.n_past >= s.n_ctx:
-            tail = self._finish("context_full")
-            return (out or "") + (tail or "")
-        s.decode([t])
         return out
 
     def __next__(self) -> str:
