@@ -9,112 +9,30 @@
 //   bench_iq1s_gemv [--rows 4096] [--cols 4096] [--reps 9] [--bw-mib 1024] [--stream-mib 1024]
 //                   [--json out.json]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <functional>
-#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "quant/gemv.hpp"
 #include "quant/half.hpp"
 #include "quant/iq1s_dot.hpp"
 #include "util/cpu_features.hpp"
 #include "util/thread_pool.hpp"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 using namespace strata;
-using Clock = std::chrono::steady_clock;
+using bench::aligned_array;
+using bench::Stats;
+using bench::time_it;
 
 namespace {
-
-struct Stats {
-    double median_ns = 0, min_ns = 0;
-    int reps = 0;
-};
-
-Stats time_it(int reps, const std::function<void()>& fn) {
-    fn();  // warm-up: page faults, caches, thread start
-    fn();
-    std::vector<double> ns;
-    for (int i = 0; i < reps; ++i) {
-        const auto t0 = Clock::now();
-        fn();
-        ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
-    }
-    std::sort(ns.begin(), ns.end());
-    const size_t n = ns.size();
-    return {n % 2 ? ns[n / 2] : 0.5 * (ns[n / 2 - 1] + ns[n / 2]), ns.front(), reps};
-}
-
-std::string cpu_model() {
-    std::ifstream in("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-    return "unknown";
-}
-
-// The 1-minute load average: on a shared machine other processes inflate the timings (the min
-// column is then the more telling one), so the report records it before and after the run.
-std::string loadavg() {
-    std::ifstream in("/proc/loadavg");
-    std::string a;
-    in >> a;
-    return a.empty() ? "unknown" : a;
-}
-
-std::string json_escape(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out;
-}
-
-// Streaming read: the sum of a buffer much larger than the last-level cache, split over threads.
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) float stream_sum_avx2(const float* p, int64_t n) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    for (int64_t i = 0; i + 32 <= n; i += 32) {
-        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-    }
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    float s = 0;
-    for (float v : lanes) s += v;
-    return s;
-}
-#endif
-
-float stream_sum(const float* p, int64_t n) {
-#if defined(__x86_64__)
-    if (util::cpu_features().avx2) return stream_sum_avx2(p, n);
-#endif
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    for (int64_t i = 0; i + 4 <= n; i += 4) {
-        s0 += p[i];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
-    }
-    return (s0 + s1) + (s2 + s3);
-}
 
 struct Row {
     std::string format, regime, kernel;
@@ -122,16 +40,6 @@ struct Row {
     Stats stats;
     double ns_per_row, ns_per_block, weight_gbps, mem_gbps, vs_f32, of_mem_bw;
 };
-
-template <typename T>
-struct AlignedFree {
-    void operator()(T* p) const { std::free(p); }
-};
-template <typename T>
-std::unique_ptr<T[], AlignedFree<T>> aligned_array(size_t n) {
-    const size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-    return std::unique_ptr<T[], AlignedFree<T>>(static_cast<T*>(std::aligned_alloc(64, bytes)));
-}
 
 }  // namespace
 
@@ -165,7 +73,7 @@ int main(int argc, char** argv) {
         return 2;
     }
 
-    const std::string load_before = loadavg();
+    const std::string load_before = bench::loadavg();
     std::mt19937_64 rng(42);
     const int64_t blocks_per_row = cols / 256;
     const int64_t hot_blocks = rows * blocks_per_row;
@@ -200,9 +108,7 @@ int main(int argc, char** argv) {
             wf[i] = float(int32_t(s)) * 0x1p-31f;
         }
     }
-    const size_t bw_elems = size_t(bw_mib << 20) / sizeof(float);
-    auto bw = aligned_array<float>(bw_elems);
-    for (size_t i = 0; i < bw_elems; ++i) bw[i] = float(i & 1023);
+    const bench::BandwidthBuffer bw(bw_mib);
 
     std::vector<float> y(static_cast<size_t>(rows * std::max(iq1s_copies, f32_copies)));
     volatile float sink = 0;
@@ -211,16 +117,9 @@ int main(int argc, char** argv) {
     double mem_gbps[3] = {0, 0, 0};
     Stats mem_stats[3];
     for (int t : {1, 2}) {
-        util::ThreadPool pool(t);
-        mem_stats[t] = time_it(reps, [&] {
-            std::vector<float> part(size_t(t), 0.0f);
-            pool.parallel_for(t, [&](int64_t b, int64_t) {
-                const int64_t chunk = int64_t(bw_elems) / t / 32 * 32;
-                part[size_t(b)] = stream_sum(bw.get() + b * chunk, chunk);
-            });
-            for (float p : part) sink = sink + p;
-        });
-        mem_gbps[t] = double(bw_elems / size_t(t) / 32 * 32 * size_t(t)) * sizeof(float) / mem_stats[t].median_ns;
+        const bench::Bandwidth m = bench::measure_read_bandwidth(bw, t, reps, sink);
+        mem_stats[t] = m.stats;
+        mem_gbps[t] = m.gbps;
     }
 
     std::vector<Row> table;
@@ -262,16 +161,10 @@ int main(int argc, char** argv) {
         }
     }
 
-    const std::string load_after = loadavg();
-    const std::string cpu = cpu_model();
+    const std::string load_after = bench::loadavg();
+    const std::string cpu = bench::cpu_model();
     const unsigned hw = std::thread::hardware_concurrency();
-#if defined(__clang__)
-    const std::string compiler = std::string("clang ") + __clang_version__;
-#elif defined(__GNUC__)
-    const std::string compiler = std::string("g++ ") + __VERSION__;
-#else
-    const std::string compiler = "unknown";
-#endif
+    const std::string compiler = bench::compiler_name();
     const std::string flags = std::string(STRATA_BENCH_CXX_FLAGS) + " | strata_core: " + STRATA_BENCH_CORE_OPTIONS;
     std::printf("\nIQ1_S GEMV %lld x %lld (%zu-byte blocks, %.2f MB of IQ1_S weights, %.1f MB as F32)\n",
                 (long long)rows, (long long)cols, sizeof(quant::block_iq1_s), double(rows) * double(iq1s_row_bytes) / 1e6,
@@ -294,11 +187,11 @@ int main(int argc, char** argv) {
     if (!json_path.empty()) {
         std::ostringstream j;
         j << "{\n  \"benchmark\": \"iq1s_gemv\",\n  \"rows\": " << rows << ", \"cols\": " << cols
-          << ",\n  \"reps\": " << reps << ",\n  \"machine\": {\"cpu\": \"" << json_escape(cpu)
+          << ",\n  \"reps\": " << reps << ",\n  \"machine\": {\"cpu\": \"" << bench::json_escape(cpu)
           << "\", \"hardware_threads\": " << hw << ", \"avx2\": " << (util::cpu_features().avx2 ? "true" : "false")
           << "},\n  \"loadavg_1min\": {\"before\": \"" << load_before << "\", \"after\": \"" << load_after
-          << "\"},\n  \"compiler\": \"" << json_escape(compiler) << "\",\n  \"build_type\": \"" << STRATA_BENCH_BUILD_TYPE
-          << "\",\n  \"flags\": \"" << json_escape(flags) << "\",\n  \"avx2_kernel_flags\": \"-mavx2 -mfma -mf16c\""
+          << "\"},\n  \"compiler\": \"" << bench::json_escape(compiler) << "\",\n  \"build_type\": \"" << STRATA_BENCH_BUILD_TYPE
+          << "\",\n  \"flags\": \"" << bench::json_escape(flags) << "\",\n  \"avx2_kernel_flags\": \"-mavx2 -mfma -mf16c\""
           << ",\n  \"memory_bandwidth\": {\"buffer_mib\": " << bw_mib << ", \"method\": \"streaming float sum\""
           << ", \"threads_1\": {\"gbps\": " << mem_gbps[1] << ", \"median_ns\": " << mem_stats[1].median_ns
           << ", \"min_ns\": " << mem_stats[1].min_ns << "}, \"threads_2\": {\"gbps\": " << mem_gbps[2]
