@@ -351,7 +351,8 @@ STRATA_API void strata_session_default_params(strata_session_params* params);
 
 /* Plans memory (weights + KV cache for n_ctx + scratch) before allocating anything and refuses
  * with STRATA_ERR_OUT_OF_MEMORY and a message giving the largest context that fits. The session
- * keeps the model alive only as long as the model is not freed: free sessions first. */
+ * keeps what it needs of the model (the mapped files, the tokenizer) alive, so the model may be
+ * freed before its sessions. */
 STRATA_API strata_status strata_session_create(strata_model* model, const strata_session_params* params,
                                                strata_session** out_session);
 STRATA_API void strata_session_free(strata_session* session);

@@ -323,7 +323,8 @@ struct generate_options {
     std::vector<std::string> stop_strings;
 };
 
-// One sequence on a model: KV cache, sampler, generation. Free sessions before their model.
+// One sequence on a model: KV cache, sampler, generation. It keeps what it needs of the model
+// alive, so it may outlive the strata::model it came from.
 class session {
 public:
     explicit session(model& m, const session_params& p = session_params()) {

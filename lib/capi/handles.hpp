@@ -10,7 +10,8 @@
 #include "token/tokenizer.hpp"
 
 struct strata_model {
-    std::unique_ptr<strata::gguf::ModelFile> file;
+    // Shared with the model's sessions, so that freeing the model before a session is safe.
+    std::shared_ptr<const strata::gguf::ModelFile> file;
     strata_progress_fn progress = nullptr;
     void* progress_user_data = nullptr;
     std::string digest_cache_dir;
@@ -20,13 +21,13 @@ struct strata_model {
     std::vector<std::string> shard_digests;  // "" until computed
 
     std::once_flag tokenizer_once;           // the vocabulary is parsed on first use
-    std::unique_ptr<strata::token::Tokenizer> tokenizer;
+    std::shared_ptr<const strata::token::Tokenizer> tokenizer;
 };
 
 namespace strata::capi {
 
 const gguf::ModelFile& file_of(const strata_model* model);
 // Builds the tokenizer on first use; throws what Tokenizer::from_gguf throws (every call again).
-const token::Tokenizer& tokenizer_of(strata_model* model);
+const std::shared_ptr<const token::Tokenizer>& tokenizer_of(strata_model* model);
 
 }  // namespace strata::capi

@@ -23,11 +23,11 @@ namespace strata::capi {
 
 const gguf::ModelFile& file_of(const strata_model* model) { return *require(model, "model")->file; }
 
-const token::Tokenizer& tokenizer_of(strata_model* model) {
+const std::shared_ptr<const token::Tokenizer>& tokenizer_of(strata_model* model) {
     require(model, "model");
     // call_once leaves the flag unset when the call throws: a bad vocabulary is reported each time.
     std::call_once(model->tokenizer_once, [model] { model->tokenizer = token::Tokenizer::from_gguf(*model->file); });
-    return *model->tokenizer;
+    return model->tokenizer;
 }
 
 }  // namespace strata::capi

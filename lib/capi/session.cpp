@@ -15,7 +15,11 @@ using strata::fail;
 using strata::capi::require;
 
 struct strata_session {
-    strata_model* model = nullptr;
+    // What the session needs of its model, shared: the model may be freed first. Declared
+    // before the context, which points into the file's mapping, so destroyed after it.
+    std::shared_ptr<const strata::gguf::ModelFile> file;
+    std::shared_ptr<const strata::token::Tokenizer> tokenizer;  // null when the vocabulary is unusable
+    std::string tokenizer_error;                                // ... and why
     std::unique_ptr<strata::exec::Context> context;
     std::unique_ptr<strata::sample::Sampler> sampler;
     std::vector<float> logits;  // rows * n_vocab of the last decode
@@ -122,8 +126,13 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     cp.kv_type = p.kv_type == STRATA_KV_Q8_0 ? strata::exec::KvType::q8_0 : strata::exec::KvType::f16;
     cp.memory_budget = p.memory_budget;
     auto session = std::make_unique<strata_session>();
-    session->model = model;
-    session->context = std::make_unique<strata::exec::Context>(*model->file, cp);
+    session->file = model->file;
+    try {
+        session->tokenizer = strata::capi::tokenizer_of(model);
+    } catch (const strata::Error& e) {
+        session->tokenizer_error = e.what();  // decoding token ids still works; generate reports this
+    }
+    session->context = std::make_unique<strata::exec::Context>(*session->file, cp);
     strata_sampling_params defaults;
     strata_sampling_default_params(&defaults);
     session->sampler = std::make_unique<strata::sample::Sampler>(sampler_params(defaults));
@@ -250,7 +259,8 @@ strata_status strata_session_generate(strata_session* session, const char* promp
     for (size_t i = 0; i < p.n_stop_strings; ++i) stops.emplace_back(require(p.stop_strings[i], "stop_strings[i]"));
     if (prompt_length) require(prompt, "prompt");
 
-    const auto& tok = strata::capi::tokenizer_of(s.model);
+    if (!s.tokenizer) fail(Status::format, "cannot generate: " + s.tokenizer_error);
+    const auto& tok = *s.tokenizer;
     const bool at_start = s.context->n_past() == 0;
     const auto prompt_tokens = tok.encode(std::string_view(prompt_length ? prompt : "", prompt_length),
                                           p.add_special != 0 && at_start, p.parse_special != 0);

@@ -33,7 +33,7 @@ extern "C" {
 strata_status strata_model_vocab_info(strata_model* model, strata_vocab_info* out_info) {
     STRATA_API_BEGIN
     strata::capi::require_struct(out_info, sizeof(strata_vocab_info), "out_info");
-    const auto& tok = tokenizer_of(model);
+    const auto& tok = *tokenizer_of(model);
     out_info->n_vocab = tok.n_vocab();
     out_info->bos = tok.bos();
     out_info->eos = tok.eos();
@@ -47,7 +47,7 @@ strata_status strata_tokenize(strata_model* model, const char* text, size_t leng
     STRATA_API_BEGIN
     require(out_n_tokens, "out_n_tokens");
     if (length) require(text, "text");
-    const auto ids = tokenizer_of(model).encode(std::string_view(length ? text : "", length), add_special != 0,
+    const auto ids = tokenizer_of(model)->encode(std::string_view(length ? text : "", length), add_special != 0,
                                                 parse_special != 0);
     *out_n_tokens = ids.size();
     if (capacity < ids.size())
@@ -61,7 +61,7 @@ strata_status strata_detokenize(strata_model* model, const int32_t* tokens, size
                                 char* text, size_t capacity, size_t* out_length) {
     STRATA_API_BEGIN
     if (n_tokens) require(tokens, "tokens");
-    const std::string out = tokenizer_of(model).decode({tokens, n_tokens}, remove_special != 0);
+    const std::string out = tokenizer_of(model)->decode({tokens, n_tokens}, remove_special != 0);
     copy_bytes_out(out, text, capacity, out_length, "the text");
     STRATA_API_END
 }
@@ -69,7 +69,7 @@ strata_status strata_detokenize(strata_model* model, const int32_t* tokens, size
 strata_status strata_token_to_piece(strata_model* model, int32_t token, char* piece, size_t capacity,
                                     size_t* out_length) {
     STRATA_API_BEGIN
-    copy_bytes_out(tokenizer_of(model).token_to_piece(token), piece, capacity, out_length, "the piece");
+    copy_bytes_out(tokenizer_of(model)->token_to_piece(token), piece, capacity, out_length, "the piece");
     STRATA_API_END
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -146,6 +147,23 @@ int main() {
 
         strata::session moved = std::move(s);  // RAII handles move
         EXPECT(moved.n_ctx() == 64);
+    }
+    {
+        // A session outlives the model object it was created from.
+        std::optional<strata::session> orphan;
+        std::vector<int32_t> ids;
+        {
+            strata::model m(write_model(dir, seed + 1));
+            ids = m.tokenize("hello");
+            orphan.emplace(m);
+        }
+        orphan->decode(ids);
+        EXPECT(orphan->n_past() == int64_t(ids.size()));
+        strata::generate_options go;
+        go.max_tokens = 3;
+        go.stop_at_end_of_generation = false;
+        auto r = orphan->generate(" world", go, [](int32_t, std::string_view) { return true; });
+        EXPECT(r.n_generated == 3);
     }
     std::filesystem::remove_all(dir);
     if (failures) {
