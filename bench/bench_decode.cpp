@@ -220,6 +220,8 @@ bool write_file(const std::string& path, const std::string& text) {
 
 int main(int argc, char** argv) try {
     const Options o = parse_args(argc, argv);
+    std::string command_line;  // recorded so a report says how to reproduce it
+    for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
 
     // The artifact: shards, their digests (cached by path, size and mtime) and the model identity.
     auto file = gguf::ModelFile::open({o.model});
@@ -363,6 +365,7 @@ int main(int argc, char** argv) try {
     std::printf("cpu: %s (%u hardware threads); %s; build %s, flags '%s'; commit %s (at configure)\n", cpu.c_str(), hw,
                 compiler.c_str(), STRATA_BENCH_BUILD_TYPE, flags.c_str(), commit.c_str());
     std::printf("load average (1 min) before %s, after %s\n", load_before.c_str(), load_after.c_str());
+    std::printf("command: %s\n", command_line.c_str());
     std::printf("config: n_ctx %lld, n_batch %lld, kv %s; decode: %lld-token prompt then %lld steps x %d reps; "
                 "prefill: %lld tokens x %d reps; seed %" PRIu64 "\n",
                 (long long)n_ctx, (long long)n_batch, kv_name, (long long)o.decode_prompt, (long long)o.tokens, o.reps,
@@ -383,7 +386,7 @@ int main(int argc, char** argv) try {
     if (!o.json_path.empty()) {
         std::ostringstream j;
         j.precision(15);
-        j << "{\n  \"benchmark\": \"decode\",\n";
+        j << "{\n  \"benchmark\": \"decode\",\n  \"command\": \"" << bench::json_escape(command_line) << "\",\n";
         j << "  \"artifact\": {\n    \"shards\": [";
         for (size_t i = 0; i < digests.size(); ++i)
             j << (i ? ", " : "") << "{\"path\": \"" << bench::json_escape(file->shards()[i].path)
@@ -452,7 +455,7 @@ int main(int argc, char** argv) try {
     if (!o.md_path.empty()) {
         std::ostringstream m;
         char line[512];
-        m << "# Decode benchmark: " << general_name << "\n\n";
+        m << "# Decode benchmark: " << general_name << "\n\n`" << command_line << "`\n\n";
         m << "| threads | decode tok/s (median) | decode tok/s (best rep) | ms/token | weight GB/s | read GB/s "
              "(same threads) | of read BW | prefill " << o.prompt << " tok/s (median) | prefill tok/s (best rep) |\n"
           << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
