@@ -5,17 +5,13 @@
 #include <string>
 
 #include "token/encoders.hpp"
+#include "token/merge.hpp"
 #include "token/unicode.hpp"
 #include "util/error.hpp"
 
 namespace strata::token {
 
 namespace {
-
-struct Symbol {
-    size_t pos, len;  // bytes of the mapped word; len 0 once merged into its left neighbour
-    int prev, next;
-};
 
 struct Merge {
     int left, right;
@@ -30,13 +26,8 @@ struct Later {
 };
 
 void encode_word(const Vocab& vocab, const std::string& word, std::vector<int32_t>& out) {
-    std::vector<Symbol> sym;
-    for (size_t pos = 0; pos < word.size();) {
-        const size_t len = decode_utf8(word, pos).len;
-        sym.push_back({pos, len, int(sym.size()) - 1, int(sym.size()) + 1});
-        pos += len;
-    }
-    sym.back().next = -1;
+    std::vector<Symbol> sym = split_symbols(word.size(), [&](size_t pos) { return decode_utf8(word, pos).len; });
+    if (sym.empty()) return;
 
     std::priority_queue<Merge, std::vector<Merge>, Later> queue;
     auto try_pair = [&](int l, int r) {
@@ -48,21 +39,7 @@ void encode_word(const Vocab& vocab, const std::string& word, std::vector<int32_
         if (it == vocab.merge_rank.end()) return;
         queue.push({l, r, it->second, a.len + b.len});
     };
-    for (size_t i = 1; i < sym.size(); ++i) try_pair(int(i) - 1, int(i));
-
-    while (!queue.empty()) {
-        const Merge m = queue.top();
-        queue.pop();
-        Symbol& l = sym[size_t(m.left)];
-        Symbol& r = sym[size_t(m.right)];
-        if (l.len == 0 || r.len == 0 || l.next != m.right || l.len + r.len != m.len) continue;
-        l.len += r.len;
-        r.len = 0;
-        l.next = r.next;
-        if (r.next >= 0) sym[size_t(r.next)].prev = m.left;
-        try_pair(l.prev, m.left);
-        try_pair(m.left, l.next);
-    }
+    merge_symbols(sym, queue, try_pair);
 
     for (int i = 0; i >= 0; i = sym[size_t(i)].next) {
         const std::string_view piece = std::string_view(word).substr(sym[size_t(i)].pos, sym[size_t(i)].len);

@@ -6,17 +6,13 @@
 #include <string>
 
 #include "token/encoders.hpp"
+#include "token/merge.hpp"
 #include "token/unicode.hpp"
 #include "util/error.hpp"
 
 namespace strata::token {
 
 namespace {
-
-struct Symbol {
-    size_t pos, len;  // bytes of the text; len 0 once merged into its left neighbour
-    int prev, next;   // -1 at the ends
-};
 
 struct Bigram {
     int left, right;
@@ -33,14 +29,9 @@ struct Lower {
 }  // namespace
 
 void spm_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
-    std::vector<Symbol> sym;
-    for (size_t pos = 0; pos < text.size();) {
-        const size_t len = std::min(utf8_sequence_length(uint8_t(text[pos])), text.size() - pos);
-        sym.push_back({pos, len, int(sym.size()) - 1, int(sym.size()) + 1});
-        pos += len;
-    }
+    std::vector<Symbol> sym = split_symbols(
+        text.size(), [&](size_t pos) { return std::min(utf8_sequence_length(uint8_t(text[pos])), text.size() - pos); });
     if (sym.empty()) return;
-    sym.back().next = -1;
 
     std::priority_queue<Bigram, std::vector<Bigram>, Lower> queue;
     auto try_pair = [&](int l, int r) {
@@ -50,21 +41,7 @@ void spm_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>&
         if (id < 0) return;
         queue.push({l, r, vocab.score[size_t(id)], len});
     };
-    for (size_t i = 1; i < sym.size(); ++i) try_pair(int(i) - 1, int(i));
-
-    while (!queue.empty()) {
-        const Bigram b = queue.top();
-        queue.pop();
-        Symbol& l = sym[size_t(b.left)];
-        Symbol& r = sym[size_t(b.right)];
-        if (l.len == 0 || r.len == 0 || l.next != b.right || l.len + r.len != b.len) continue;
-        l.len += r.len;
-        r.len = 0;
-        l.next = r.next;
-        if (r.next >= 0) sym[size_t(r.next)].prev = b.left;
-        try_pair(l.prev, b.left);
-        try_pair(b.left, l.next);
-    }
+    merge_symbols(sym, queue, try_pair);
 
     for (int i = 0; i >= 0; i = sym[size_t(i)].next) {
         const std::string_view piece = text.substr(sym[size_t(i)].pos, sym[size_t(i)].len);
