@@ -59,6 +59,7 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
     in.scratch_fixed_bytes = scratch_fixed(hp_, n_batch_, *backend_);
     in.scratch_bytes_per_position = uint64_t(backend_->n_threads()) * sizeof(float);  // attention scores
     in.n_ctx = n_ctx_;
+    in.n_ctx_train = hp_.n_ctx_train;
     in.budget_bytes = params.memory_budget;
     plan_ = make_plan(in);
     if (!plan_.fits())

@@ -24,6 +24,8 @@ std::string MemoryPlan::describe() const {
       << " (configured context " << n_ctx << ") + scratch " << mib(scratch_bytes) << " = " << mib(total_bytes)
       << "; budget " << mib(budget_bytes) << (fits() ? " (fits)" : " (exceeds the budget)")
       << "; largest configured context that fits: " << max_ctx_that_fits;
+    // Memory is not the only limit: say what the model was trained for when the file tells.
+    if (n_ctx_train > 0) s << " (the model's context_length is " << n_ctx_train << ")";
     return s.str();
 }
 
@@ -47,6 +49,7 @@ MemoryPlan make_plan(const PlanInputs& in) {
     p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
     p.budget_bytes = in.budget_bytes ? in.budget_bytes : available_memory_bytes();
     p.n_ctx = in.n_ctx;
+    p.n_ctx_train = in.n_ctx_train;
     const uint64_t fixed = in.weight_bytes + in.scratch_fixed_bytes;
     const uint64_t per_pos = in.kv_bytes_per_position + in.scratch_bytes_per_position;
     if (p.budget_bytes > fixed && per_pos > 0) {

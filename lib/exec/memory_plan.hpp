@@ -19,6 +19,7 @@ struct MemoryPlan {
     uint64_t budget_bytes = 0;
     int64_t n_ctx = 0;              // the configured context
     int64_t max_ctx_that_fits = 0;  // largest configured context within the budget (0: none)
+    int64_t n_ctx_train = 0;        // the model's context_length (0: unknown), for the reader
     bool fits() const { return total_bytes <= budget_bytes; }
     std::string describe() const;
 };
@@ -29,6 +30,7 @@ struct PlanInputs {
     uint64_t scratch_fixed_bytes = 0;         // independent of n_ctx
     uint64_t scratch_bytes_per_position = 0;  // grows with n_ctx (attention scores)
     int64_t n_ctx = 0;
+    int64_t n_ctx_train = 0;                  // reported beside the contexts, never used to cap them
     uint64_t budget_bytes = 0;                // 0: available_memory_bytes()
 };
 

@@ -322,6 +322,7 @@ TEST_CASE("the memory planner refuses a context over the budget and reports the 
         CAPTURE(m);
         CHECK(e.status() == Status::out_of_memory);
         CHECK(m.find("largest configured context that fits: 1023") != std::string::npos);
+        CHECK(m.find("the model's context_length is") != std::string::npos);  // memory is not the only limit
     }
     p.n_ctx = 1023;
     exec::Context fits(*f, p);
