@@ -32,6 +32,19 @@ void require_struct(const Struct* s, size_t min_size, const char* what) {
                                            " (set it to sizeof the struct)");
 }
 
+// The caller's parameters, or the defaults when params is NULL (a struct too small for this
+// library version is refused by require_struct).
+template <typename Params>
+Params params_or_default(const Params* params, void (*fill_defaults)(Params*)) {
+    Params p;
+    fill_defaults(&p);
+    if (params) {
+        require_struct(params, sizeof(Params), "params");
+        p = *params;
+    }
+    return p;
+}
+
 // Copies text plus a NUL into a caller buffer; *out_needed (may be NULL) receives the size
 // including the NUL. Too small a buffer: buffer_too_small naming `what`, nothing written.
 void copy_text_out(const std::string& text, char* buffer, size_t capacity, size_t* out_needed, const char* what);

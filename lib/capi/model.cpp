@@ -134,12 +134,7 @@ strata_status strata_model_open(const char* const* paths, size_t n_paths, const 
     if (n_paths == 0) fail(Status::invalid_argument, "n_paths must be at least 1");
     std::vector<std::string> list;
     for (size_t i = 0; i < n_paths; ++i) list.emplace_back(require(paths[i], "paths[i]"));
-    strata_model_params p;
-    strata_model_default_params(&p);
-    if (params) {
-        strata::capi::require_struct(params, sizeof(strata_model_params), "params");
-        p = *params;
-    }
+    const strata_model_params p = strata::capi::params_or_default(params, strata_model_default_params);
     auto model = std::make_unique<strata_model>();
     model->file = strata::gguf::ModelFile::open(list);
     model->progress = p.progress;

@@ -109,12 +109,7 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     require(out_session, "out_session");
     *out_session = nullptr;
     require(model, "model");
-    strata_session_params p;
-    strata_session_default_params(&p);
-    if (params) {
-        strata::capi::require_struct(params, sizeof(strata_session_params), "params");
-        p = *params;
-    }
+    const strata_session_params p = strata::capi::params_or_default(params, strata_session_default_params);
     if (p.n_ctx < 0) fail(Status::invalid_argument, "n_ctx is " + std::to_string(p.n_ctx) + ", expected 0 or more");
     if (p.n_threads < 0)
         fail(Status::invalid_argument, "n_threads is " + std::to_string(p.n_threads) + ", expected 0 or more");
@@ -245,12 +240,7 @@ strata_status strata_session_generate(strata_session* session, const char* promp
                                       const strata_generate_params* params, strata_generate_result* out_result) {
     STRATA_API_BEGIN
     auto& s = session_of(session);
-    strata_generate_params p;
-    strata_generate_default_params(&p);
-    if (params) {
-        strata::capi::require_struct(params, sizeof(strata_generate_params), "params");
-        p = *params;
-    }
+    const strata_generate_params p = strata::capi::params_or_default(params, strata_generate_default_params);
     if (out_result) strata::capi::require_struct(out_result, sizeof(strata_generate_result), "out_result");
     if (p.max_tokens < 0)
         fail(Status::invalid_argument, "max_tokens is " + std::to_string(p.max_tokens) + ", expected 0 or more");

@@ -261,12 +261,7 @@ strata_status strata_writer_write(strata_writer* writer, const char* path, const
     STRATA_API_BEGIN
     require(writer, "writer");
     require(path, "path");
-    strata_write_params p;
-    strata_write_default_params(&p);
-    if (params) {
-        strata::capi::require_struct(params, sizeof(strata_write_params), "params");
-        p = *params;
-    }
+    const strata_write_params p = strata::capi::params_or_default(params, strata_write_default_params);
     if (p.n_shards < 1 || p.n_shards > 99999)
         fail(Status::invalid_argument, "n_shards is " + std::to_string(p.n_shards) + ", expected 1 to 99999");
     auto written = writer->writer.write(path, p.n_shards);
