@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the GGUF reader fuzzer with clang (ASan + UBSan + libFuzzer) in build-fuzz/, seeds a
-# corpus from every GGUF fixture (valid, broken, variants) and fuzzes for a bounded time.
+# Builds the fuzzers with clang (ASan + UBSan + libFuzzer) in build-fuzz/ and runs each for a
+# bounded time: the GGUF reader (corpus seeded from every GGUF fixture: valid, broken, variants)
+# for `seconds`, then the transport frame decoder (seeded with one valid frame per message type)
+# for $STRATA_FUZZ_FRAME_SECONDS (default 25).
 # Usage: scripts/fuzz.sh [seconds=60] [extra libFuzzer flags...]. Exits non-zero on any crash.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -12,23 +14,35 @@ fixtures="${STRATA_FIXTURES:-$root/../shared/fixtures}/gguf"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTRATA_FUZZ=ON -DSTRATA_SANITIZE=ON -DSTRATA_CUDA=OFF -DSTRATA_BUILD_TESTS=OFF \
   -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" --target fuzz_gguf_reader
+cmake --build "$build" --target fuzz_gguf_reader fuzz_frame_decoder frame_fuzz_seeds
+frame_seconds="${STRATA_FUZZ_FRAME_SECONDS:-25}"
 
 corpus="$build/corpus/gguf"
-mkdir -p "$corpus" "$build/crashes"
+frame_corpus="$build/corpus/frame"
+mkdir -p "$corpus" "$frame_corpus" "$build/crashes"
 find "$fixtures" -name '*.gguf' -exec cp -f {} "$corpus/" \;
+"$build/tests/fuzz/frame_fuzz_seeds" "$frame_corpus"
 
 jobs="${STRATA_FUZZ_JOBS:-1}"
-before=$(ls "$build/crashes" | wc -l)
-# Run inside the build folder: with -jobs libFuzzer writes fuzz-N.log to the current directory.
-status=0
-(cd "$build" && "$build/tests/fuzz/fuzz_gguf_reader" "$corpus" -max_total_time="$seconds" -max_len=65536 \
-  -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$build/crashes/" -print_final_stats=1 \
-  -jobs="$jobs" -workers="$jobs" "$@") || status=$?
-after=$(ls "$build/crashes" | wc -l)
-if [ "$status" -ne 0 ] || [ "$after" -ne "$before" ]; then
-  echo "fuzz: FAILED (exit $status); new artifacts in $build/crashes:" >&2
-  ls -t "$build/crashes" | head -n $((after - before > 0 ? after - before : 5)) >&2
-  exit 1
+# run_fuzzer TARGET CORPUS SECONDS [extra flags...]
+run_fuzzer() {
+  local target="$1" dir="$2" secs="$3"
+  shift 3
+  local before after status=0
+  before=$(ls "$build/crashes" | wc -l)
+  # Run inside the build folder: with -jobs libFuzzer writes fuzz-N.log to the current directory.
+  (cd "$build" && "$build/tests/fuzz/$target" "$dir" -max_total_time="$secs" -max_len=65536 \
+    -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$build/crashes/" -print_final_stats=1 \
+    -jobs="$jobs" -workers="$jobs" "$@") || status=$?
+  after=$(ls "$build/crashes" | wc -l)
+  if [ "$status" -ne 0 ] || [ "$after" -ne "$before" ]; then
+    echo "fuzz: $target FAILED (exit $status); new artifacts in $build/crashes:" >&2
+    ls -t "$build/crashes" | head -n $((after - before > 0 ? after - before : 5)) >&2
+    exit 1
+  fi
+  echo "fuzz: $target: no crash in ${secs}s x $jobs job(s)"
+}
+run_fuzzer fuzz_gguf_reader "$corpus" "$seconds" "$@"
+if [ "$frame_seconds" -gt 0 ]; then
+  run_fuzzer fuzz_frame_decoder "$frame_corpus" "$frame_seconds" "$@"
 fi
-echo "fuzz: no crash in ${seconds}s x $jobs job(s)"

@@ -1,0 +1,54 @@
+// Errors as values for the transport: a network peer's mistake is data to report, never a
+// reason to throw across a coroutine or abort the process. Knows nothing of lib/.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace strata::transport {
+
+enum class Errc {
+    bad_magic = 1,
+    unsupported_version,
+    unsupported_flags,
+    oversized_length,
+    checksum_mismatch,
+    truncated,
+    unknown_type,
+    malformed_payload,
+    auth_failed,
+};
+
+// Stable, lowercase names, used in logs and error frames.
+const char* to_string(Errc code);
+
+struct Error {
+    Errc code;
+    std::string detail;  // human-readable context: what was expected, what arrived
+};
+
+// A value or the Error that prevented it (C++20 has no std::expected).
+template <typename T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+    Result(Error error) : v_(std::in_place_index<1>, std::move(error)) {}
+
+    bool ok() const { return v_.index() == 0; }
+    explicit operator bool() const { return ok(); }
+    T& value() & { return std::get<0>(v_); }
+    const T& value() const& { return std::get<0>(v_); }
+    T&& value() && { return std::get<0>(std::move(v_)); }
+    const Error& error() const { return std::get<1>(v_); }
+
+private:
+    std::variant<T, Error> v_;
+};
+
+struct Ok {};
+using Status = Result<Ok>;
+
+inline Error make_error(Errc code, std::string detail) { return Error{code, std::move(detail)}; }
+
+}  // namespace strata::transport

@@ -1,0 +1,101 @@
+#include "transport/frame.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "transport/bytes.hpp"
+#include "transport/crc32c.hpp"
+
+namespace strata::transport {
+
+bool is_known_type(uint16_t type) {
+    return type >= uint16_t(MessageType::hello) && type <= uint16_t(MessageType::bye);
+}
+
+std::vector<uint8_t> encode_frame(MessageType type, std::span<const uint8_t> payload) {
+    std::vector<uint8_t> out;
+    out.reserve(kHeaderSize + payload.size());
+    ByteWriter w(out);
+    w.bytes(kMagic);
+    w.u16(kProtocolVersion);
+    w.u16(uint16_t(type));
+    w.u32(0);  // flags: none defined in version 1
+    w.u64(payload.size());
+    w.u32(crc32c(payload));
+    w.bytes(payload);
+    return out;
+}
+
+Error FrameDecoder::fail(Error e) {
+    failed_ = e;
+    return e;
+}
+
+Status FrameDecoder::check_header() {
+    ByteReader r(header_);
+    auto magic = r.bytes(4);
+    const uint16_t version = r.u16();
+    const uint16_t type = r.u16();
+    const uint32_t flags = r.u32();
+    const uint64_t length = r.u64();
+    const uint32_t crc = r.u32();
+    if (!std::equal(magic.begin(), magic.end(), kMagic.begin()))
+        return make_error(Errc::bad_magic, "frame does not start with \"STRF\"");
+    if (version != kProtocolVersion)
+        return make_error(Errc::unsupported_version, "peer speaks protocol version " + std::to_string(version) +
+                                                         ", this build speaks " + std::to_string(kProtocolVersion));
+    if (flags != 0) return make_error(Errc::unsupported_flags, "flags " + std::to_string(flags) + " are not defined");
+    if (!is_known_type(type)) return make_error(Errc::unknown_type, "message type " + std::to_string(type));
+    if (length > max_payload_)
+        return make_error(Errc::oversized_length, "payload of " + std::to_string(length) +
+                                                      " bytes exceeds the maximum of " + std::to_string(max_payload_));
+    type_ = MessageType(type);
+    length_ = length;
+    crc_ = crc;
+    return Ok{};
+}
+
+Result<std::optional<Frame>> FrameDecoder::next(std::span<const uint8_t>& input) {
+    if (failed_) return *failed_;
+    if (header_have_ < kHeaderSize) {
+        const size_t n = std::min(input.size(), kHeaderSize - header_have_);
+        std::copy_n(input.begin(), n, header_.begin() + header_have_);  // memcpy would reject an empty span's null
+        header_have_ += n;
+        input = input.subspan(n);
+        if (header_have_ < kHeaderSize) return std::optional<Frame>{};
+        if (auto st = check_header(); !st) return fail(st.error());
+        payload_.clear();
+        payload_.reserve(size_t(length_));  // bounded by max_payload_, checked above
+    }
+    const size_t n = size_t(std::min<uint64_t>(input.size(), length_ - payload_.size()));
+    payload_.insert(payload_.end(), input.begin(), input.begin() + n);
+    input = input.subspan(n);
+    if (payload_.size() < length_) return std::optional<Frame>{};
+
+    header_have_ = 0;
+    if (crc32c(payload_) != crc_) return fail(make_error(Errc::checksum_mismatch, "payload CRC32C does not match the header"));
+    return std::optional<Frame>{Frame{type_, std::move(payload_)}};
+}
+
+Status FrameDecoder::finish() const {
+    if (failed_) return *failed_;
+    if (header_have_ > 0)
+        return make_error(Errc::truncated, header_have_ < kHeaderSize ? "stream ended inside a frame header"
+                                                                      : "stream ended inside a frame payload");
+    return Ok{};
+}
+
+Result<Frame> decode_frame(std::span<const uint8_t> bytes, uint64_t max_payload, size_t* consumed) {
+    FrameDecoder dec(max_payload);
+    auto rest = bytes;
+    auto r = dec.next(rest);
+    if (!r) return r.error();
+    if (!r.value()) {
+        auto st = dec.finish();
+        return st ? make_error(Errc::truncated, "no bytes") : st.error();
+    }
+    if (consumed) *consumed = bytes.size() - rest.size();
+    return std::move(*r.value());
+}
+
+}  // namespace strata::transport
