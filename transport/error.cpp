@@ -13,6 +13,11 @@ const char* to_string(Errc code) {
     case Errc::unknown_type: return "unknown_type";
     case Errc::malformed_payload: return "malformed_payload";
     case Errc::auth_failed: return "auth_failed";
+    case Errc::identity_mismatch: return "identity_mismatch";
+    case Errc::timed_out: return "timed_out";
+    case Errc::closed: return "closed";
+    case Errc::io: return "io";
+    case Errc::unexpected_message: return "unexpected_message";
     }
     return "unknown_error";
 }

@@ -18,7 +18,13 @@ enum class Errc {
     unknown_type,
     malformed_payload,
     auth_failed,
+    identity_mismatch,  // peer's protocol version, model identity, layer range or KV set-up differs
+    timed_out,          // the deadline passed before the operation completed
+    closed,             // the peer closed the connection
+    io,                 // any other socket error (detail carries the system message)
+    unexpected_message, // a valid frame of a type the protocol does not allow at this point
 };
+inline constexpr Errc kLastErrc = Errc::unexpected_message;
 
 // Stable, lowercase names, used in logs and error frames.
 const char* to_string(Errc code);
