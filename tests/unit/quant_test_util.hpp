@@ -10,8 +10,15 @@
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
 #include "quant/q8_k.hpp"
+#include "util/cpu_features.hpp"
 
 namespace strata::test {
+
+// The AVX2 kernels run (and are tested) only where the CPU has all the features they use.
+inline bool have_avx2_kernels() {
+    const auto& f = util::cpu_features();
+    return f.avx2 && f.fma && f.f16c;
+}
 
 // Random bytes for qs/qh (every index, scale code and sign reachable) and d = +-10^U(-3,0) as f16.
 inline quant::block_iq1_s random_iq1s_block(std::mt19937_64& rng) {

@@ -13,20 +13,10 @@
 #include "quant/gemv.hpp"
 #include "quant_test_util.hpp"
 #include "test_support.hpp"
-#include "util/cpu_features.hpp"
 #include "util/error.hpp"
 #include "util/thread_pool.hpp"
 
 using namespace strata;
-
-namespace {
-
-bool have_avx2() {
-    const auto& f = util::cpu_features();
-    return f.avx2 && f.fma && f.f16c;
-}
-
-}  // namespace
 
 TEST_CASE("IQ1_S GEMV matches a float64 reference on odd shapes, bit-identically for 1, 2 and 3 threads") {
     const uint64_t seed = test::test_seed();
@@ -48,7 +38,7 @@ TEST_CASE("IQ1_S GEMV matches a float64 reference on odd shapes, bit-identically
             quant::dequantize_row(quant::kTypeIQ1_S, w.data(), wd.data(), rows * cols);
 
             for (quant::Iq1sKernel kernel : {quant::Iq1sKernel::scalar, quant::Iq1sKernel::avx2}) {
-                if (kernel == quant::Iq1sKernel::avx2 && !have_avx2()) continue;
+                if (kernel == quant::Iq1sKernel::avx2 && !test::have_avx2_kernels()) continue;
                 CAPTURE(quant::iq1s_kernel_name(kernel));
                 std::vector<float> y1(static_cast<size_t>(rows)), y2(static_cast<size_t>(rows)), y3(static_cast<size_t>(rows));
                 quant::gemv_iq1s(w.data(), rows, cols, x.data(), y1.data(), {nullptr, kernel});
@@ -76,7 +66,7 @@ TEST_CASE("IQ1_S GEMV matches a float64 reference on odd shapes, bit-identically
 }
 
 TEST_CASE("scalar and AVX2 GEMV agree to float32 accumulation error on a large random matrix") {
-    if (!have_avx2()) {
+    if (!test::have_avx2_kernels()) {
         MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2+FMA+F16C");
         return;
     }

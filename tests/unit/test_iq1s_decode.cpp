@@ -8,13 +8,6 @@
 
 using namespace strata;
 
-namespace {
-
-const char* kCases[] = {"c1_gauss_4x256", "c2_rowscale_16x1024", "c3_student_t3_8x2048",
-                        "c4_edge_3x512", "c5_probe_allgrid_9x2048"};
-
-}  // namespace
-
 TEST_CASE("the generated IQ1_S grid equals ggml's iq1s_grid fixture entry by entry") {
     auto grid = test::read_npy(test::fixtures_dir() / "iq1s" / "iq1s_grid.npy").as<uint64_t>();
     REQUIRE(grid.size() == quant::kIq1sGridSize);
@@ -25,11 +18,10 @@ TEST_CASE("the generated IQ1_S grid equals ggml's iq1s_grid fixture entry by ent
 }
 
 TEST_CASE("IQ1_S decode reproduces ggml's dequantized fixtures bit for bit, -0.0 included") {
-    for (const char* name : kCases) {
+    for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
-        const auto dir = test::fixtures_dir() / "iq1s";
-        auto blocks = test::read_npy(dir / (std::string(name) + "_iq1s.npy"));
-        auto expected = test::read_npy(dir / (std::string(name) + "_dequant.npy"));
+        auto blocks = test::read_npy(test::iq1s_fixture(name, "iq1s"));
+        auto expected = test::read_npy(test::iq1s_fixture(name, "dequant"));
         const auto values = expected.as<uint32_t>();  // compare bit patterns
         const size_t n_blocks = blocks.data.size() / sizeof(quant::block_iq1_s);
         REQUIRE(n_blocks * quant::kQK_K == values.size());

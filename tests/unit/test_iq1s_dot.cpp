@@ -9,24 +9,11 @@
 #include "quant/iq1s_dot.hpp"
 #include "quant_test_util.hpp"
 #include "test_support.hpp"
-#include "util/cpu_features.hpp"
 #include "util/error.hpp"
 
 using namespace strata;
 
 namespace {
-
-const char* kCases[] = {"c1_gauss_4x256", "c2_rowscale_16x1024", "c3_student_t3_8x2048", "c4_edge_3x512",
-                        "c5_probe_allgrid_9x2048"};
-
-std::filesystem::path fixture(const std::string& name, const char* kind) {
-    return test::fixtures_dir() / "iq1s" / (name + "_" + kind + ".npy");
-}
-
-bool have_avx2() {
-    const auto& f = util::cpu_features();
-    return f.avx2 && f.fma && f.f16c;
-}
 
 // The test's own decoding of the raw 50 bytes (not the library's helpers): the 256 grid values
 // from the fixture grid table, the eight scales 2l+1 and the eight delta signs.
@@ -80,7 +67,7 @@ void check_sums(const quant::block_iq1_s& x, const quant::block_q8_K& y, const E
     const auto scalar = quant::iq1s_lane_sums_scalar(x, y);
     for (int k = 0; k < 8; ++k) CHECK(scalar.lane[k] == e.lane[k]);
     CHECK(scalar.sumi1 == e.sumi1);
-    if (have_avx2()) {
+    if (test::have_avx2_kernels()) {
         const auto avx2 = quant::iq1s_lane_sums_avx2(x, y);
         for (int k = 0; k < 8; ++k) CHECK(avx2.lane[k] == e.lane[k]);
         CHECK(avx2.sumi1 == e.sumi1);
@@ -91,10 +78,10 @@ void check_sums(const quant::block_iq1_s& x, const quant::block_q8_K& y, const E
 
 TEST_CASE("per-superblock integers of every fixture block equal the ones derived from decoded values") {
     const auto grid = test::read_npy(test::fixtures_dir() / "iq1s" / "iq1s_grid.npy").as<uint64_t>();
-    for (const char* name : kCases) {
+    for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
-        const auto w = test::read_npy(fixture(name, "iq1s")).data;
-        const auto xq = test::read_npy(fixture(name, "x_q8k")).data;
+        const auto w = test::read_npy(test::iq1s_fixture(name, "iq1s")).data;
+        const auto xq = test::read_npy(test::iq1s_fixture(name, "x_q8k")).data;
         const size_t nb = xq.size() / 292;
         const size_t rows = w.size() / (50 * nb);
         for (size_t r = 0; r < rows; ++r)
@@ -133,14 +120,14 @@ TEST_CASE("per-superblock integers agree with the derivation on random blocks, e
 }
 
 TEST_CASE("the scalar kernel is bit-exact to ggml's generic kernel and the AVX2 kernel to ggml's vec_dot") {
-    for (const char* name : kCases) {
+    for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
-        const auto w = test::read_npy(fixture(name, "iq1s")).data;
-        const auto xq = test::read_npy(fixture(name, "x_q8k")).data;
-        const auto generic = test::read_npy(fixture(name, "dot_generic")).as<float>();
-        const auto vec_dot = test::read_npy(fixture(name, "dot_vec_dot")).as<float>();
-        const auto exact = test::read_npy(fixture(name, "dot_deq_q8k_f64")).as<double>();
-        const auto deq = test::read_npy(fixture(name, "dequant")).as<float>();
+        const auto w = test::read_npy(test::iq1s_fixture(name, "iq1s")).data;
+        const auto xq = test::read_npy(test::iq1s_fixture(name, "x_q8k")).data;
+        const auto generic = test::read_npy(test::iq1s_fixture(name, "dot_generic")).as<float>();
+        const auto vec_dot = test::read_npy(test::iq1s_fixture(name, "dot_vec_dot")).as<float>();
+        const auto exact = test::read_npy(test::iq1s_fixture(name, "dot_deq_q8k_f64")).as<double>();
+        const auto deq = test::read_npy(test::iq1s_fixture(name, "dequant")).as<float>();
         const int64_t n = int64_t(xq.size() / 292) * 256;
         const auto yq = test::blocks_from_bytes<quant::block_q8_K>(xq);
         std::vector<float> xd(static_cast<size_t>(n));
@@ -157,19 +144,19 @@ TEST_CASE("the scalar kernel is bit-exact to ggml's generic kernel and the AVX2 
             const double bound = 1e-6 * std::max(std::fabs(exact[r]), terms);
             CHECK(std::fabs(double(scalar) - exact[r]) <= bound);
             CHECK(std::fabs(double(scalar) - double(generic[r])) <= bound);
-            if (have_avx2()) {
+            if (test::have_avx2_kernels()) {
                 const float avx2 = quant::vec_dot_iq1s_q8k(n, row, xq.data(), quant::Iq1sKernel::avx2);
                 CHECK(quant::f32_to_bits(avx2) == quant::f32_to_bits(vec_dot[r]));
                 CHECK(std::fabs(double(avx2) - exact[r]) <= bound);
             }
             const float best = quant::vec_dot_iq1s_q8k(n, row, xq.data());
-            CHECK(quant::f32_to_bits(best) == quant::f32_to_bits(have_avx2() ? vec_dot[r] : generic[r]));
+            CHECK(quant::f32_to_bits(best) == quant::f32_to_bits(test::have_avx2_kernels() ? vec_dot[r] : generic[r]));
         }
     }
 }
 
 TEST_CASE("scalar and AVX2 dots agree to float32 accumulation error on long random rows") {
-    if (!have_avx2()) {
+    if (!test::have_avx2_kernels()) {
         MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2+FMA+F16C");
         return;
     }
@@ -199,20 +186,20 @@ TEST_CASE("the checked dot entry point rejects bad lengths and null operands") {
     CHECK_THROWS_AS(quant::vec_dot_iq1s_q8k(0, &x, &y), Error);
     CHECK_THROWS_AS(quant::vec_dot_iq1s_q8k(256, nullptr, &y), Error);
     CHECK(quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) ==
-          (have_avx2() ? quant::Iq1sKernel::avx2 : quant::Iq1sKernel::scalar));
+          (test::have_avx2_kernels() ? quant::Iq1sKernel::avx2 : quant::Iq1sKernel::scalar));
 }
 
 TEST_CASE("the grouped AVX2 row kernel gives each row bit-identically what the one-row kernel gives") {
-    if (!have_avx2()) {
+    if (!test::have_avx2_kernels()) {
         MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2+FMA+F16C");
         return;
     }
     // Fixtures first: every row must still equal ggml's vec_dot bit for bit.
-    for (const char* name : kCases) {
+    for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
-        const auto w = test::blocks_from_bytes<quant::block_iq1_s>(test::read_npy(fixture(name, "iq1s")).data);
-        const auto y = test::blocks_from_bytes<quant::block_q8_K>(test::read_npy(fixture(name, "x_q8k")).data);
-        const auto vec_dot = test::read_npy(fixture(name, "dot_vec_dot")).as<float>();
+        const auto w = test::blocks_from_bytes<quant::block_iq1_s>(test::read_npy(test::iq1s_fixture(name, "iq1s")).data);
+        const auto y = test::blocks_from_bytes<quant::block_q8_K>(test::read_npy(test::iq1s_fixture(name, "x_q8k")).data);
+        const auto vec_dot = test::read_npy(test::iq1s_fixture(name, "dot_vec_dot")).as<float>();
         const int64_t nb = int64_t(y.size());
         std::vector<float> out(vec_dot.size());
         quant::vec_dot_iq1s_q8k_avx2_rows(nb * 256, w.data(), nb, int64_t(out.size()), y.data(), out.data());

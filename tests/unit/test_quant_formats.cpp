@@ -21,23 +21,16 @@ using namespace strata;
 
 namespace {
 
-const char* kCases[] = {"c1_gauss_4x256", "c2_rowscale_16x1024", "c3_student_t3_8x2048", "c4_edge_3x512",
-                        "c5_probe_allgrid_9x2048"};
-
-std::filesystem::path iq1s_fixture(const std::string& name, const char* kind) {
-    return test::fixtures_dir() / "iq1s" / (name + "_" + kind + ".npy");
-}
-
 // Distance in float64 between f and a candidate representation.
 double dist(float f, float candidate) { return std::fabs(double(f) - double(candidate)); }
 
 }  // namespace
 
 TEST_CASE("Q8_K quantization of every fixture activation reproduces ggml's bytes exactly") {
-    for (const char* name : kCases) {
+    for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
-        const auto x = test::read_npy(iq1s_fixture(name, "x")).as<float>();
-        const auto expected = test::read_npy(iq1s_fixture(name, "x_q8k")).data;
+        const auto x = test::read_npy(test::iq1s_fixture(name, "x")).as<float>();
+        const auto expected = test::read_npy(test::iq1s_fixture(name, "x_q8k")).data;
         REQUIRE(x.size() % quant::kQK_K == 0);
         std::vector<uint8_t> got(quant::row_size(quant::kTypeQ8_K, int64_t(x.size())), 0xAB);
         quant::quantize_row(quant::kTypeQ8_K, x.data(), got.data(), int64_t(x.size()), nullptr);
@@ -260,10 +253,10 @@ TEST_CASE("the format dispatch knows its types, sizes rows and rejects what it c
 }
 
 TEST_CASE("dequantize_row(IQ1_S) decodes every fixture bit for bit") {
-    for (const char* name : kCases) {
+    for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
-        const auto bytes = test::read_npy(iq1s_fixture(name, "iq1s")).data;
-        const auto expected = test::read_npy(iq1s_fixture(name, "dequant")).as<uint32_t>();
+        const auto bytes = test::read_npy(test::iq1s_fixture(name, "iq1s")).data;
+        const auto expected = test::read_npy(test::iq1s_fixture(name, "dequant")).as<uint32_t>();
         std::vector<float> got(expected.size());
         quant::dequantize_row(quant::kTypeIQ1_S, bytes.data(), got.data(), int64_t(got.size()));
         size_t mismatches = 0;

@@ -28,6 +28,15 @@ inline std::filesystem::path fixtures_dir() {
 // A file of the GGUF fixture set, e.g. gguf_fixture("broken/bad_magic.gguf").
 inline std::filesystem::path gguf_fixture(const std::string& name) { return fixtures_dir() / "gguf" / name; }
 
+// The IQ1_S fixture cases (every file kind exists for each; the probe case has no input/imatrix).
+inline constexpr const char* kIq1sCases[] = {"c1_gauss_4x256", "c2_rowscale_16x1024", "c3_student_t3_8x2048",
+                                             "c4_edge_3x512", "c5_probe_allgrid_9x2048"};
+
+// One file of an IQ1_S fixture case, e.g. iq1s_fixture("c1_gauss_4x256", "dequant").
+inline std::filesystem::path iq1s_fixture(const std::string& name, const char* kind) {
+    return fixtures_dir() / "iq1s" / (name + "_" + kind + ".npy");
+}
+
 // A fresh, empty directory under the system temp directory for one test (per process and tag).
 inline std::filesystem::path fresh_temp_dir(const std::string& tag) {
     auto dir = std::filesystem::temp_directory_path() / ("strata-test-" + tag + "-" + std::to_string(::getpid()));
