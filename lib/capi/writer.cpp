@@ -190,9 +190,9 @@ strata_status strata_writer_set_string_array(strata_writer* writer, const char* 
     std::vector<std::string> items;
     items.reserve(size_t(count));
     for (uint64_t i = 0; i < count; ++i) {
-        const size_t n = lengths ? lengths[i] : (strings[i] ? std::strlen(strings[i]) : 0);
+        if (!lengths) require(strings[i], "strings[i]");  // NUL-terminated: must exist
+        const size_t n = lengths ? lengths[i] : std::strlen(strings[i]);
         if (n) require(strings[i], "strings[i]");
-        if (!lengths) require(strings[i], "strings[i]");
         items.emplace_back(n ? strings[i] : "", n);
     }
     claim_key(writer, key).set_string_array(key, items);
