@@ -21,6 +21,9 @@ static_assert(STRATA_ERR_BUFFER_TOO_SMALL == int(strata::Status::buffer_too_smal
 static_assert(STRATA_ERR_OUT_OF_MEMORY == int(strata::Status::out_of_memory));
 static_assert(STRATA_ERR_INTERNAL == int(strata::Status::internal));
 static_assert(STRATA_ERR_TYPE_MISMATCH == int(strata::Status::type_mismatch));
+static_assert(STRATA_ERR_CONTEXT_OVERFLOW == int(strata::Status::context_overflow));
+static_assert(STRATA_ERR_STAGE_FAILED == int(strata::Status::stage_failed));
+static_assert(STRATA_ERR_REFUSED == int(strata::Status::refused));
 
 #define STRATA_STR2(x) #x
 #define STRATA_STR(x) STRATA_STR2(x)
@@ -74,6 +77,9 @@ const char* strata_status_string(strata_status status) {
         case STRATA_ERR_OUT_OF_MEMORY: return "out of memory";
         case STRATA_ERR_INTERNAL: return "internal error";
         case STRATA_ERR_TYPE_MISMATCH: return "type mismatch";
+        case STRATA_ERR_CONTEXT_OVERFLOW: return "context overflow";
+        case STRATA_ERR_STAGE_FAILED: return "pipeline stage failed";
+        case STRATA_ERR_REFUSED: return "refused by peer";
         default: return "unknown status";
     }
 }

@@ -28,6 +28,15 @@ enum class MessageType : uint16_t {
     error = 7,
     heartbeat = 8,
     bye = 9,
+    stage_query = 10,
+    stage_info = 11,
+    stage_configure = 12,
+    stage_ready = 13,
+    forward = 14,
+    sampled = 15,
+    set_sampling = 16,
+    sample = 17,
+    done = 18,
 };
 
 bool is_known_type(uint16_t type);

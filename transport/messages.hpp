@@ -67,7 +67,92 @@ struct Bye {
     bool operator==(const Bye&) const = default;
 };
 
-using Message = std::variant<Hello, HelloAck, AuthChallenge, AuthResponse, Tensor, TokenId, ErrorMessage, Heartbeat, Bye>;
+// --- Stage control (PROTOCOL.md, "Pipeline stages"): after the handshake the head asks a worker
+// what it can hold, assigns it a layer range, then sends it work. Every request below gets
+// exactly one answer, in request order (a result, `done`, or `error`); heartbeats may be
+// interleaved in both directions at any time.
+
+// head -> worker: what can you hold?
+struct StageQuery {
+    bool operator==(const StageQuery&) const = default;
+};
+inline constexpr size_t kMaxStageText = 256;
+// worker -> head: the answer to stage_query.
+struct StageInfo {
+    uint64_t available_memory = 0;   // bytes this worker may use for a stage (budget or MemAvailable)
+    uint32_t fixed_layer_begin = 0;  // the range the worker was started with (--layers) ...
+    uint32_t fixed_layer_end = 0;    // ... or [0, 0) when it takes any range
+    uint32_t n_layers = 0;           // layers in the worker's model
+    uint32_t n_threads = 0;          // compute threads
+    std::string backend;             // "cpu", ...: UTF-8, at most kMaxStageText bytes
+    std::string host;                // the worker's host name: UTF-8, at most kMaxStageText bytes
+    bool operator==(const StageInfo&) const = default;
+};
+// head -> worker: hold layers [layer_begin, layer_end) for one sequence.
+struct StageConfigure {
+    uint32_t layer_begin = 0;
+    uint32_t layer_end = 0;       // > layer_begin
+    uint32_t kv_type = 0;         // the pipeline's KV code (0 f16, 1 q8_0)
+    uint32_t context_length = 0;  // > 0
+    uint32_t n_batch = 0;         // > 0: largest micro-batch the head will send
+    bool operator==(const StageConfigure&) const = default;
+};
+// worker -> head: configured; its memory plan, in bytes.
+struct StageReady {
+    uint64_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0, total_bytes = 0, budget_bytes = 0;
+    bool operator==(const StageReady&) const = default;
+};
+
+// What the stage answers a forward with.
+enum class ForwardOutput : uint32_t {
+    hidden = 0,       // a tensor [n_tokens, n_embd] (not the last stage)
+    logits_last = 1,  // a tensor [1, n_vocab]: the last token's logits (last stage)
+    logits_all = 2,   // a tensor [n_tokens, n_vocab] (last stage)
+    sample = 3,       // a `sampled` answer: the next token drawn from the last token's logits (last stage)
+    none = 4,         // `done`: the last stage keeps the last row for a later `sample`
+};
+inline constexpr uint32_t kMaxTopLogprobs = 64;
+inline constexpr uint32_t kMaxForwardTokens = 1u << 20;
+// head -> worker: run these tokens' hidden states through your layers at `position`.
+struct Forward {
+    uint64_t position = 0;     // the sequence position of tokens[0]: the stage's n_past (or less: truncate first)
+    ForwardOutput output = ForwardOutput::hidden;
+    uint32_t n_top = 0;        // with output == sample: top log-probabilities to return (<= kMaxTopLogprobs)
+    std::vector<int32_t> tokens;  // the token ids (the last stage's repetition-penalty history); 1..kMaxForwardTokens
+    Tensor hidden;             // 2 dims [tokens.size(), n_embd]
+    bool operator==(const Forward&) const = default;
+};
+struct TopLogprob {
+    int32_t token = 0;
+    float logprob = 0;  // log-softmax of the raw logits (temperature 1, no penalty)
+    bool operator==(const TopLogprob&) const = default;
+};
+// last stage -> head: the sampled token (and the top log-probabilities asked for).
+struct Sampled {
+    int32_t token = 0;
+    std::vector<TopLogprob> top;  // at most kMaxTopLogprobs, descending logprob
+    bool operator==(const Sampled&) const = default;
+};
+// head -> last stage: replace the sampler (history cleared, generator seeded). Answer: done.
+struct SetSampling {
+    float temperature = 0, top_p = 1, min_p = 0, repeat_penalty = 1;
+    int32_t top_k = 0, repeat_last_n = 0;
+    uint64_t seed = 0;
+    bool operator==(const SetSampling&) const = default;
+};
+// head -> last stage: sample from the row kept by the last forward. Answer: sampled.
+struct SampleRequest {
+    uint32_t n_top = 0;
+    bool operator==(const SampleRequest&) const = default;
+};
+// The empty answer to a request that returns nothing.
+struct Done {
+    bool operator==(const Done&) const = default;
+};
+
+using Message = std::variant<Hello, HelloAck, AuthChallenge, AuthResponse, Tensor, TokenId, ErrorMessage, Heartbeat,
+                             Bye, StageQuery, StageInfo, StageConfigure, StageReady, Forward, Sampled, SetSampling,
+                             SampleRequest, Done>;
 
 MessageType message_type(const Message& m);
 

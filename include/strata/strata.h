@@ -73,7 +73,10 @@ enum {
     STRATA_ERR_OUT_OF_MEMORY = 7,
     STRATA_ERR_INTERNAL = 8,         /* a bug in strata: please report it */
     STRATA_ERR_TYPE_MISMATCH = 9,    /* a metadata value exists but has another type */
-    STRATA_ERR_CONTEXT_OVERFLOW = 10 /* the tokens do not fit the session's context; nothing was run */
+    STRATA_ERR_CONTEXT_OVERFLOW = 10, /* the tokens do not fit the session's context; nothing was run */
+    STRATA_ERR_STAGE_FAILED = 11,    /* a pipeline stage died, went silent or broke the protocol; the
+                                        message names the stage. Reconnect, then reset the session. */
+    STRATA_ERR_REFUSED = 12          /* a peer refused: wrong key, model, protocol version or layer range */
 };
 
 /* The message of the last failed call on this thread ("" if none). Valid until the next
@@ -401,6 +404,11 @@ STRATA_API strata_status strata_session_sampling_json(const strata_session* sess
                                                       size_t* out_needed);
 /* Samples the next token from the last row of the last decode's logits. */
 STRATA_API strata_status strata_session_sample(strata_session* session, int32_t* out_token);
+/* As strata_session_sample, and also the n_top (at most 64) most likely tokens under the raw
+ * logits (log-softmax, temperature 1, no penalty), descending: top_tokens[i], top_logprobs[i].
+ * On a pipeline only these n_top pairs travel, never the logits. */
+STRATA_API strata_status strata_session_sample_top(strata_session* session, int32_t* out_token, size_t n_top,
+                                                   int32_t* top_tokens, float* top_logprobs);
 
 /* --- generation --- */
 
@@ -444,6 +452,97 @@ STRATA_API void strata_generate_default_params(strata_generate_params* params);
 STRATA_API strata_status strata_session_generate(strata_session* session, const char* prompt, size_t prompt_length,
                                                  const strata_generate_params* params,
                                                  strata_generate_result* out_result);
+
+
+/* ---------------------------------------------------------------------------------------
+ * Pipelines: one model served by this process (the head: embeddings and the first layers)
+ * and remote workers (contiguous layer ranges, the last one samples), over TCP.
+ * Available where the library was built with the TCP transport; elsewhere every call below
+ * returns STRATA_ERR_UNSUPPORTED.
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct strata_pipeline strata_pipeline;
+
+typedef struct strata_pipeline_params {
+    size_t struct_size;            /* sizeof(strata_pipeline_params) */
+    const char* const* workers;    /* "HOST:PORT" of each worker, in stage order (at least one) */
+    size_t n_workers;
+    const char* layers;            /* "0:8,8:16,16:24": one range per stage, head first, contiguous,
+                                      covering every layer; NULL: planned from each worker's
+                                      reported free memory and the layers' memory plans */
+    const char* key_file;          /* file holding the pre-shared key; NULL: `key` */
+    const uint8_t* key;            /* the key itself (key_length bytes); NULL and no key_file:
+                                      the empty key, which workers accept only on loopback */
+    size_t key_length;
+    int64_t n_ctx;                 /* as strata_session_params (same on every stage) */
+    int32_t n_threads;             /* the head's compute threads; 0: every hardware thread */
+    int32_t kv_type;               /* strata_kv_type, on every stage */
+    uint64_t memory_budget;        /* the head's budget; 0: the memory available now */
+    int32_t n_batch;               /* prefill micro-batch in tokens (default 32): micro-batches
+                                      flow through the stages so that all compute at once */
+    int32_t heartbeat_ms;          /* heartbeat interval on every link (default 1000) */
+    int32_t peer_timeout_ms;       /* a stage silent this long has failed (default 5000) */
+    int32_t connect_timeout_ms;    /* per connection attempt and handshake step (default 5000) */
+    int32_t socket_buffer_bytes;   /* SO_SNDBUF and SO_RCVBUF; 0: the OS default */
+} strata_pipeline_params;
+
+STRATA_API void strata_pipeline_default_params(strata_pipeline_params* params);
+/* Connects to every worker (handshake: protocol version, model identity, layer range, key),
+ * plans or checks the layer ranges, and has every stage allocate its part for n_ctx tokens.
+ * Errors name the stage: STRATA_ERR_REFUSED (key, model, version, range), STRATA_ERR_STAGE_FAILED
+ * or STRATA_ERR_IO (unreachable), STRATA_ERR_OUT_OF_MEMORY (a stage's plan does not fit). */
+STRATA_API strata_status strata_pipeline_create(strata_model* model, const strata_pipeline_params* params,
+                                                strata_pipeline** out_pipeline);
+STRATA_API void strata_pipeline_free(strata_pipeline* pipeline);
+
+/* The plan as executed, as JSON: per stage its address, layer range, memory plan, what the
+ * worker reported (free memory, threads, backend, host) and its socket settings as configured
+ * and as observed; NUL-terminated. */
+STRATA_API strata_status strata_pipeline_plan_json(const strata_pipeline* pipeline, char* text, size_t capacity,
+                                                   size_t* out_needed);
+/* Counters since creation, as JSON: bytes sent and received per link, forward requests,
+ * per-hop round-trip latency (count, mean, min, max, in microseconds); NUL-terminated. */
+STRATA_API strata_status strata_pipeline_stats_json(const strata_pipeline* pipeline, char* text, size_t capacity,
+                                                    size_t* out_needed);
+/* The pipeline's sequence as a session: every strata_session_* call works on it (decode returns
+ * logits fetched from the last stage; generate and sample draw on the last stage and move only
+ * token ids). One session per pipeline at a time; free it with strata_session_free. */
+STRATA_API strata_status strata_pipeline_session(strata_pipeline* pipeline, strata_session** out_session);
+/* After STRATA_ERR_STAGE_FAILED: re-dials the failed stages (handshake and allocation again)
+ * with the same plan. The session's sequence is lost: reset it before decoding again. */
+STRATA_API strata_status strata_pipeline_reconnect(strata_pipeline* pipeline);
+
+/* --- the worker side, for programs that serve a layer range (strata-worker) --- */
+
+typedef struct strata_worker strata_worker;
+
+typedef struct strata_worker_params {
+    size_t struct_size;         /* sizeof(strata_worker_params) */
+    const char* listen;         /* "HOST:PORT" (port 0: any free port, see strata_worker_port) */
+    const char* key_file;       /* NULL: `key` */
+    const uint8_t* key;         /* NULL and no key_file: the empty key, only on loopback ... */
+    size_t key_length;
+    int allow_no_key;           /* ... unless this is non-zero */
+    int32_t layer_begin;        /* a fixed range [layer_begin, layer_end); both 0: any range */
+    int32_t layer_end;
+    int32_t n_threads;          /* 0: every hardware thread */
+    uint64_t memory_budget;     /* 0: the memory available */
+    int32_t heartbeat_ms;       /* default 1000 */
+    int32_t peer_timeout_ms;    /* a silent head is gone after this (default 5000) */
+    void (*log)(const char* line, void* user_data); /* NULL: stderr */
+    void* log_user_data;
+} strata_worker_params;
+
+STRATA_API void strata_worker_default_params(strata_worker_params* params);
+/* Computes the model identity (shard digests, cached) and binds the listening socket. */
+STRATA_API strata_status strata_worker_create(strata_model* model, const strata_worker_params* params,
+                                              strata_worker** out_worker);
+STRATA_API strata_status strata_worker_port(const strata_worker* worker, uint16_t* out_port);
+/* Serves until strata_worker_stop; blocks the calling thread. */
+STRATA_API strata_status strata_worker_run(strata_worker* worker);
+/* Thread-safe; strata_worker_run returns soon after. */
+STRATA_API strata_status strata_worker_stop(strata_worker* worker);
+STRATA_API void strata_worker_free(strata_worker* worker);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -20,6 +20,8 @@ enum class Status : int {
     internal = 8,          // a bug in strata
     type_mismatch = 9,     // a value exists but has another type
     context_overflow = 10, // the tokens do not fit the configured context
+    stage_failed = 11,     // a pipeline stage died, went silent or broke the protocol mid-run
+    refused = 12,          // a peer refused the connection: key, model, version or layer range
 };
 
 class Error : public std::runtime_error {

@@ -18,6 +18,8 @@ class Status(enum.IntEnum):
     INTERNAL = 8
     TYPE_MISMATCH = 9
     CONTEXT_OVERFLOW = 10
+    STAGE_FAILED = 11
+    REFUSED = 12
 
 
 def status_name(status: int) -> str:

@@ -1,0 +1,58 @@
+// One pipeline stage of one sequence: an exec::Context over a layer range, plus, on the last
+// stage, the sequence's sampler. Workers run one per connection; it answers the stage-control
+// requests of transport/messages.hpp. Throws strata::Error (invalid_argument for a request that
+// does not fit: wrong position, wrong shape, output the stage cannot give; context_overflow;
+// out_of_memory at construction) and leaves the stage unchanged when it does.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "transport/messages.hpp"
+
+namespace strata::gguf {
+class ModelFile;
+}
+namespace strata::exec {
+class Context;
+}
+namespace strata::sample {
+class SequenceSampler;
+}
+
+namespace strata::pipeline {
+
+struct StageOptions {
+    int n_threads = 0;           // 0: hardware concurrency
+    uint64_t memory_budget = 0;  // 0: MemAvailable
+};
+
+class Stage {
+public:
+    // Binds layers [c.layer_begin, c.layer_end) (checked against the model), plans memory and
+    // allocates the KV cache for c.context_length tokens.
+    Stage(const gguf::ModelFile& file, const transport::StageConfigure& c, const StageOptions& options);
+    ~Stage();
+    Stage(const Stage&) = delete;
+    Stage& operator=(const Stage&) = delete;
+
+    transport::StageReady ready() const;  // the memory plan
+    bool is_first() const;
+    bool is_last() const;
+    int64_t n_past() const;
+    int64_t n_embd() const;
+
+    // Runs f.hidden (f32, f16 or bf16 [n, n_embd]) through the layers at f.position (truncating
+    // first when f.position < n_past; a position past n_past is an error). Answers a Tensor
+    // (hidden, logits_last, logits_all), Sampled (sample) or Done (none). On the last stage the
+    // tokens join the sampler's history and the last token's logits are kept for sample().
+    transport::Message forward(const transport::Forward& f);
+    void set_sampling(const transport::SetSampling& s);
+    transport::Sampled sample(uint32_t n_top);
+
+private:
+    std::unique_ptr<exec::Context> ctx_;
+    std::unique_ptr<sample::SequenceSampler> sampler_;  // last stage only
+};
+
+}  // namespace strata::pipeline
