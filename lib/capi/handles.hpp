@@ -29,5 +29,7 @@ namespace strata::capi {
 const gguf::ModelFile& file_of(const strata_model* model);
 // Builds the tokenizer on first use; throws what Tokenizer::from_gguf throws (every call again).
 const std::shared_ptr<const token::Tokenizer>& tokenizer_of(strata_model* model);
+// The model identity digest (64 lower-case hex characters; shard digests computed once, cached).
+std::string identity_of(strata_model* model);
 
 }  // namespace strata::capi

@@ -116,6 +116,17 @@ void copy_hex(const std::string& digest, char* hex) {
 
 }  // namespace
 
+namespace strata::capi {
+
+std::string identity_of(strata_model* model) {
+    const size_t n = file_of(model).shards().size();
+    std::vector<std::string> digests;
+    for (size_t i = 0; i < n; ++i) digests.push_back(shard_digest(model, i));
+    return strata::gguf::model_identity(*model->file, digests);
+}
+
+}  // namespace strata::capi
+
 extern "C" {
 
 void strata_model_default_params(strata_model_params* params) {
@@ -352,10 +363,7 @@ strata_status strata_model_shard_sha256(strata_model* model, size_t index, char*
 strata_status strata_model_identity(strata_model* model, char* hex) {
     STRATA_API_BEGIN
     require(hex, "hex");
-    const size_t n = file_of(model).shards().size();
-    std::vector<std::string> digests;
-    for (size_t i = 0; i < n; ++i) digests.push_back(shard_digest(model, i));
-    copy_hex(strata::gguf::model_identity(*model->file, digests), hex);
+    copy_hex(strata::capi::identity_of(model), hex);
     STRATA_API_END
 }
 
