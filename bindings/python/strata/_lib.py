@@ -216,6 +216,72 @@ SESSION_PROTOTYPES = {
                                            ctypes.POINTER(GenerateResult)]),
 }
 
+# void (*log)(const char* line, void* user_data) of strata_worker_params.
+WORKER_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
+
+
+class PipelineParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("workers", ctypes.POINTER(ctypes.c_char_p)),
+        ("n_workers", ctypes.c_size_t),
+        ("layers", ctypes.c_char_p),
+        ("key_file", ctypes.c_char_p),
+        ("key", ctypes.c_void_p),
+        ("key_length", ctypes.c_size_t),
+        ("n_ctx", ctypes.c_int64),
+        ("n_threads", ctypes.c_int32),
+        ("kv_type", ctypes.c_int32),
+        ("memory_budget", ctypes.c_uint64),
+        ("n_batch", ctypes.c_int32),
+        ("heartbeat_ms", ctypes.c_int32),
+        ("peer_timeout_ms", ctypes.c_int32),
+        ("connect_timeout_ms", ctypes.c_int32),
+        ("socket_buffer_bytes", ctypes.c_int32),
+    ]
+
+
+class WorkerParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("listen", ctypes.c_char_p),
+        ("key_file", ctypes.c_char_p),
+        ("key", ctypes.c_void_p),
+        ("key_length", ctypes.c_size_t),
+        ("allow_no_key", ctypes.c_int),
+        ("layer_begin", ctypes.c_int32),
+        ("layer_end", ctypes.c_int32),
+        ("n_threads", ctypes.c_int32),
+        ("memory_budget", ctypes.c_uint64),
+        ("heartbeat_ms", ctypes.c_int32),
+        ("peer_timeout_ms", ctypes.c_int32),
+        ("log", WORKER_LOG_FN),
+        ("log_user_data", ctypes.c_void_p),
+    ]
+
+
+# The pipeline section of strata.h (and strata_session_sample_top): appended functions, declared
+# when present, LibraryError naming the function when used on a library without them.
+PIPELINE_PROTOTYPES = {
+    "strata_session_sample_top": (c_status, [_vp, _i32_p, ctypes.c_size_t, _i32_p,
+                                             ctypes.POINTER(ctypes.c_float)]),
+    "strata_pipeline_default_params": (None, [ctypes.POINTER(PipelineParams)]),
+    "strata_pipeline_create": (c_status, [_vp, ctypes.POINTER(PipelineParams), c_voidp_p]),
+    "strata_pipeline_free": (None, [_vp]),
+    "strata_pipeline_plan_json": (c_status, [_vp, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_pipeline_stats_json": (c_status, [_vp, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_pipeline_session": (c_status, [_vp, c_voidp_p]),
+    "strata_pipeline_reconnect": (c_status, [_vp]),
+    "strata_worker_default_params": (None, [ctypes.POINTER(WorkerParams)]),
+    "strata_worker_create": (c_status, [_vp, ctypes.POINTER(WorkerParams), c_voidp_p]),
+    "strata_worker_port": (c_status, [_vp, ctypes.POINTER(ctypes.c_uint16)]),
+    "strata_worker_run": (c_status, [_vp]),
+    "strata_worker_stop": (c_status, [_vp]),
+    "strata_worker_free": (None, [_vp]),
+}
+#: Every appended (optional) function: declared when the loaded library has it.
+OPTIONAL_PROTOTYPES = {**SESSION_PROTOTYPES, **PIPELINE_PROTOTYPES}
+
 _LIB_NAME = "libstrata.so"
 
 
@@ -250,7 +316,7 @@ def _declare(lib: ctypes.CDLL, where: str) -> None:
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
-    for name, (restype, argtypes) in SESSION_PROTOTYPES.items():
+    for name, (restype, argtypes) in OPTIONAL_PROTOTYPES.items():
         if hasattr(lib, name):
             fn = getattr(lib, name)
             fn.restype = restype
@@ -323,7 +389,7 @@ def fn(name: str):
     """The declared function ``name`` of the loaded library; LibraryError when the library
     predates it (an appended function it does not export)."""
     L = lib()
-    if name in SESSION_PROTOTYPES and not hasattr(L, name):
+    if name in OPTIONAL_PROTOTYPES and not hasattr(L, name):
         raise LibraryError(f"{L._name} lacks {name} (a library older than these bindings' strata.h)")
     return getattr(L, name)
 
