@@ -1,33 +1,18 @@
-// strata_session_*: one sequence on a model (exec::Context + sample::Sampler) and generation.
+// strata_session_*: one sequence (local, or a pipeline's: exec::Sequence) and generation.
 #include <algorithm>
 #include <chrono>
-#include <optional>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "capi/guard.hpp"
-#include "capi/handles.hpp"
-#include "exec/context.hpp"
+#include "capi/session.hpp"
+#include "exec/local_sequence.hpp"
 #include "sample/sampler.hpp"
 
 using strata::Status;
 using strata::fail;
 using strata::capi::require;
-
-struct strata_session {
-    // What the session needs of its model, shared: the model may be freed first. Declared
-    // before the context, which points into the file's mapping, so destroyed after it.
-    std::shared_ptr<const strata::gguf::ModelFile> file;
-    std::shared_ptr<const strata::token::Tokenizer> tokenizer;  // null when the vocabulary is unusable
-    std::string tokenizer_error;                                // ... and why
-    std::unique_ptr<strata::exec::Context> context;
-    std::unique_ptr<strata::sample::Sampler> sampler;
-    std::vector<float> logits;  // rows * n_vocab of the last decode
-    size_t logits_rows = 0;
-    // The last sampled token: when it is decoded next it is already in the penalty history
-    // (Sampler::sample records it), so decode must not record it twice.
-    std::optional<int32_t> sampled_not_decoded;
-};
 
 namespace {
 
@@ -45,46 +30,20 @@ strata::sample::SamplerParams sampler_params(const strata_sampling_params& p) {
     return s;
 }
 
+strata::sample::SamplerParams default_sampler_params() {
+    strata_sampling_params defaults;
+    strata_sampling_default_params(&defaults);
+    return sampler_params(defaults);
+}
+
 strata_session& session_of(strata_session* session) { return *require(session, "session"); }
 const strata_session& session_of(const strata_session* session) { return *require(session, "session"); }
 
-// Everything that would make a decode fail is checked here, before anything runs.
-void check_tokens(const strata_session& s, const int32_t* tokens, size_t n_tokens) {
-    if (n_tokens == 0) fail(Status::invalid_argument, "n_tokens must be at least 1");
-    require(tokens, "tokens");
-    const int64_t n_vocab = s.context->n_vocab();
-    for (size_t i = 0; i < n_tokens; ++i)
-        if (tokens[i] < 0 || tokens[i] >= n_vocab)
-            fail(Status::invalid_argument, "token " + std::to_string(i) + " is " + std::to_string(tokens[i]) +
-                                               ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
-    const int64_t n_past = s.context->n_past(), n_ctx = s.context->n_ctx();
-    if (int64_t(n_tokens) > n_ctx - n_past)
-        fail(Status::context_overflow, std::to_string(n_tokens) + " tokens do not fit the configured context of " +
-                                           std::to_string(n_ctx) + " tokens: " + std::to_string(n_past) +
-                                           " are in use, " + std::to_string(n_ctx - n_past) + " free");
-}
-
 void decode(strata_session& s, const int32_t* tokens, size_t n_tokens, bool all_logits) {
-    check_tokens(s, tokens, n_tokens);
-    const size_t rows = all_logits ? n_tokens : 1;
-    s.logits.resize(rows * size_t(s.context->n_vocab()));
+    if (n_tokens) require(tokens, "tokens");
     s.logits_rows = 0;  // a failure below leaves no stale logits readable
-    s.context->decode({tokens, n_tokens}, s.logits.data(), all_logits);
-    s.logits_rows = rows;
-    for (size_t i = 0; i < n_tokens; ++i) {
-        if (i == 0 && s.sampled_not_decoded == tokens[0]) continue;
-        s.sampler->accept(tokens[i]);
-    }
-    s.sampled_not_decoded.reset();
-}
-
-int32_t sample(strata_session& s) {
-    if (s.logits_rows == 0) fail(Status::invalid_argument, "there are no logits to sample from: decode first");
-    const size_t n_vocab = size_t(s.context->n_vocab());
-    const float* last = s.logits.data() + (s.logits_rows - 1) * n_vocab;
-    const int32_t token = s.sampler->sample({last, n_vocab});
-    s.sampled_not_decoded = token;
-    return token;
+    s.sequence->decode({tokens, n_tokens}, all_logits, &s.logits);
+    s.logits_rows = all_logits ? n_tokens : 1;
 }
 
 bool contains_stop(const std::string& text, const std::vector<std::string>& stops) {
@@ -93,6 +52,25 @@ bool contains_stop(const std::string& text, const std::vector<std::string>& stop
 }
 
 }  // namespace
+
+namespace strata::capi {
+
+strata_session* make_session(strata_model* model, std::unique_ptr<exec::Sequence> sequence,
+                             std::shared_ptr<const gguf::ModelFile> file) {
+    auto session = std::make_unique<strata_session>();
+    session->file = std::move(file);
+    try {
+        session->tokenizer = tokenizer_of(model);
+    } catch (const Error& e) {
+        session->tokenizer_error = e.what();  // decoding token ids still works; generate reports this
+    }
+    session->sequence = std::move(sequence);
+    return session.release();
+}
+
+sample::SamplerParams default_sampling() { return default_sampler_params(); }
+
+}  // namespace strata::capi
 
 extern "C" {
 
@@ -120,18 +98,8 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     cp.n_threads = p.n_threads;
     cp.kv_type = p.kv_type == STRATA_KV_Q8_0 ? strata::exec::KvType::q8_0 : strata::exec::KvType::f16;
     cp.memory_budget = p.memory_budget;
-    auto session = std::make_unique<strata_session>();
-    session->file = model->file;
-    try {
-        session->tokenizer = strata::capi::tokenizer_of(model);
-    } catch (const strata::Error& e) {
-        session->tokenizer_error = e.what();  // decoding token ids still works; generate reports this
-    }
-    session->context = std::make_unique<strata::exec::Context>(*session->file, cp);
-    strata_sampling_params defaults;
-    strata_sampling_default_params(&defaults);
-    session->sampler = std::make_unique<strata::sample::Sampler>(sampler_params(defaults));
-    *out_session = session.release();
+    auto sequence = std::make_unique<strata::exec::LocalSequence>(*model->file, cp, strata::capi::default_sampling());
+    *out_session = strata::capi::make_session(model, std::move(sequence), model->file);
     STRATA_API_END
 }
 
@@ -139,26 +107,26 @@ void strata_session_free(strata_session* session) { delete session; }
 
 strata_status strata_session_plan(const strata_session* session, char* text, size_t capacity, size_t* out_needed) {
     STRATA_API_BEGIN
-    strata::capi::copy_text_out(session_of(session).context->plan().describe(), text, capacity, out_needed,
+    strata::capi::copy_text_out(session_of(session).sequence->plan(), text, capacity, out_needed,
                                 "the memory plan");
     STRATA_API_END
 }
 
 strata_status strata_session_n_ctx(const strata_session* session, int64_t* out_n_ctx) {
     STRATA_API_BEGIN
-    *require(out_n_ctx, "out_n_ctx") = session_of(session).context->n_ctx();
+    *require(out_n_ctx, "out_n_ctx") = session_of(session).sequence->n_ctx();
     STRATA_API_END
 }
 
 strata_status strata_session_n_past(const strata_session* session, int64_t* out_n_past) {
     STRATA_API_BEGIN
-    *require(out_n_past, "out_n_past") = session_of(session).context->n_past();
+    *require(out_n_past, "out_n_past") = session_of(session).sequence->n_past();
     STRATA_API_END
 }
 
 strata_status strata_session_n_vocab(const strata_session* session, int32_t* out_n_vocab) {
     STRATA_API_BEGIN
-    *require(out_n_vocab, "out_n_vocab") = int32_t(session_of(session).context->n_vocab());
+    *require(out_n_vocab, "out_n_vocab") = int32_t(session_of(session).sequence->n_vocab());
     STRATA_API_END
 }
 
@@ -182,10 +150,8 @@ strata_status strata_session_logits(const strata_session* session, const float**
 strata_status strata_session_reset(strata_session* session) {
     STRATA_API_BEGIN
     auto& s = session_of(session);
-    s.context->reset();
-    s.sampler->reset();
     s.logits_rows = 0;
-    s.sampled_not_decoded.reset();
+    s.sequence->reset();
     STRATA_API_END
 }
 
@@ -207,15 +173,14 @@ strata_status strata_session_set_sampling(strata_session* session, const strata_
     STRATA_API_BEGIN
     auto& s = session_of(session);
     strata::capi::require_struct(params, sizeof(strata_sampling_params), "params");
-    s.sampler = std::make_unique<strata::sample::Sampler>(sampler_params(*params));  // validates
-    s.sampled_not_decoded.reset();
+    s.sequence->set_sampling(sampler_params(*params));  // validates first
     STRATA_API_END
 }
 
 strata_status strata_session_sampling_json(const strata_session* session, char* text, size_t capacity,
                                            size_t* out_needed) {
     STRATA_API_BEGIN
-    strata::capi::copy_text_out(session_of(session).sampler->params().to_json(), text, capacity, out_needed,
+    strata::capi::copy_text_out(session_of(session).sequence->sampling().to_json(), text, capacity, out_needed,
                                 "the sampling settings");
     STRATA_API_END
 }
@@ -223,7 +188,26 @@ strata_status strata_session_sampling_json(const strata_session* session, char* 
 strata_status strata_session_sample(strata_session* session, int32_t* out_token) {
     STRATA_API_BEGIN
     require(out_token, "out_token");
-    *out_token = sample(session_of(session));
+    *out_token = session_of(session).sequence->sample(0, nullptr);
+    STRATA_API_END
+}
+
+strata_status strata_session_sample_top(strata_session* session, int32_t* out_token, size_t n_top,
+                                        int32_t* top_tokens, float* top_logprobs) {
+    STRATA_API_BEGIN
+    auto& s = session_of(session);
+    require(out_token, "out_token");
+    if (n_top > 64) fail(Status::invalid_argument, "n_top is " + std::to_string(n_top) + ", at most 64");
+    if (n_top) {
+        require(top_tokens, "top_tokens");
+        require(top_logprobs, "top_logprobs");
+    }
+    std::vector<strata::sample::TokenLogprob> top;
+    *out_token = s.sequence->sample(uint32_t(n_top), &top);
+    for (size_t i = 0; i < n_top; ++i) {  // fewer than n_top only with a smaller vocabulary
+        top_tokens[i] = i < top.size() ? top[i].token : -1;
+        top_logprobs[i] = i < top.size() ? top[i].logprob : -INFINITY;
+    }
     STRATA_API_END
 }
 
@@ -251,19 +235,28 @@ strata_status strata_session_generate(strata_session* session, const char* promp
 
     if (!s.tokenizer) fail(Status::format, "cannot generate: " + s.tokenizer_error);
     const auto& tok = *s.tokenizer;
-    const bool at_start = s.context->n_past() == 0;
+    auto& seq = *s.sequence;
+    const bool at_start = seq.n_past() == 0;
     const auto prompt_tokens = tok.encode(std::string_view(prompt_length ? prompt : "", prompt_length),
                                           p.add_special != 0 && at_start, p.parse_special != 0);
     strata_generate_result result{};
     result.struct_size = sizeof result;
+    // Generation moves token ids only (decode_and_sample: one round trip per token on a
+    // pipeline); the last decode's logits are not kept readable.
+    s.logits_rows = 0;
+    int32_t next = -1;
+    const auto t0 = Clock::now();
     if (!prompt_tokens.empty()) {
-        const auto t0 = Clock::now();
-        decode(s, prompt_tokens.data(), prompt_tokens.size(), false);
-        result.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (p.max_tokens > 0) {
+            next = seq.decode_and_sample(prompt_tokens, 0, nullptr);
+        } else {
+            seq.decode(prompt_tokens, false, nullptr);
+        }
         result.n_prompt_tokens = int64_t(prompt_tokens.size());
-    } else if (s.logits_rows == 0) {
-        fail(Status::invalid_argument, "the prompt is empty and the session holds no logits to continue from");
+    } else if (p.max_tokens > 0) {
+        next = seq.sample(0, nullptr);  // continues from the last decode; throws when there is none
     }
+    result.prefill_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
     // Each emitted token is decoded right away, so the session can continue after a stop.
     const auto t1 = Clock::now();
@@ -272,7 +265,7 @@ strata_status strata_session_generate(strata_session* session, const char* promp
     for (const auto& stop : stops) longest_stop = std::max(longest_stop, stop.size());
     result.stop_reason = STRATA_STOP_MAX_TOKENS;
     while (result.n_generated < p.max_tokens) {
-        const int32_t token = sample(s);
+        const int32_t token = next;
         if (p.stop_at_end_of_generation && tok.is_eog(token)) {
             result.stop_reason = STRATA_STOP_END_OF_GENERATION;
             break;
@@ -280,23 +273,25 @@ strata_status strata_session_generate(strata_session* session, const char* promp
         const std::string piece = tok.token_to_piece(token);
         ++result.n_generated;
         const bool callback_stop = p.on_token && p.on_token(token, piece.data(), piece.size(), p.user_data) != 0;
-        if (s.context->n_past() >= s.context->n_ctx()) {
+        if (seq.n_past() >= seq.n_ctx()) {
             result.stop_reason = STRATA_STOP_CONTEXT_FULL;
-            break;
-        }
-        decode(s, &token, 1, false);
-        if (callback_stop) {
-            result.stop_reason = STRATA_STOP_CALLBACK;
             break;
         }
         // A stop string may span pieces and end inside one: search the new bytes plus enough of
         // the earlier ones (longest_stop - 1) to complete any match that started before.
         tail += piece;
-        if (contains_stop(tail, stops)) {
-            result.stop_reason = STRATA_STOP_STRING;
+        const bool string_stop = contains_stop(tail, stops);
+        if (longest_stop > 0 && tail.size() >= longest_stop) tail.erase(0, tail.size() - (longest_stop - 1));
+        // The token is decoded whatever stops here; the next one is drawn only when it is wanted,
+        // so the sampler's generator and history match a decode-then-sample loop exactly.
+        const std::span<const int32_t> one(&token, 1);
+        if (callback_stop || string_stop || result.n_generated >= p.max_tokens) {
+            seq.decode(one, false, nullptr);
+            if (callback_stop) result.stop_reason = STRATA_STOP_CALLBACK;
+            else if (string_stop) result.stop_reason = STRATA_STOP_STRING;
             break;
         }
-        if (longest_stop > 0 && tail.size() >= longest_stop) tail.erase(0, tail.size() - (longest_stop - 1));
+        next = seq.decode_and_sample(one, 0, nullptr);
     }
     result.decode_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
     if (out_result) *out_result = result;

@@ -10,8 +10,7 @@ namespace strata::sample {
 SequenceSampler::SequenceSampler(const SamplerParams& params) : sampler_(params) {}
 
 void SequenceSampler::set_params(const SamplerParams& params) {
-    sampler_ = Sampler(params);  // validates before anything changes
-    row_.clear();
+    sampler_ = Sampler(params);  // validates before anything changes; the kept row stays usable
     sampled_not_decoded_.reset();
 }
 

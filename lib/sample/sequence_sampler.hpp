@@ -24,7 +24,7 @@ public:
     explicit SequenceSampler(const SamplerParams& params);
     const SamplerParams& params() const { return sampler_.params(); }
 
-    // Replaces the settings: history cleared, generator seeded.
+    // Replaces the settings: history cleared, generator seeded; the kept row stays.
     void set_params(const SamplerParams& params);
     // History cleared, generator re-seeded, no row kept.
     void reset();

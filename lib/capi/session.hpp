@@ -1,0 +1,31 @@
+// The struct behind strata_session, shared by capi/session.cpp (local sessions, every
+// strata_session_* call) and capi/pipeline.cpp (sessions whose sequence is a pipeline).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capi/handles.hpp"
+#include "exec/sequence.hpp"
+
+struct strata_session {
+    // What the session needs of its model, shared: the model may be freed first. Declared
+    // before the sequence, which points into the file's mapping, so destroyed after it.
+    std::shared_ptr<const strata::gguf::ModelFile> file;
+    std::shared_ptr<const strata::token::Tokenizer> tokenizer;  // null when the vocabulary is unusable
+    std::string tokenizer_error;                                // ... and why
+    std::unique_ptr<strata::exec::Sequence> sequence;
+    std::vector<float> logits;  // rows * n_vocab of the last decode that fetched logits
+    size_t logits_rows = 0;
+};
+
+namespace strata::capi {
+
+// A session over `sequence` (which must keep `file`'s mapping in use alive through `file`).
+strata_session* make_session(strata_model* model, std::unique_ptr<exec::Sequence> sequence,
+                             std::shared_ptr<const gguf::ModelFile> file);
+// The sampling settings of strata_sampling_default_params.
+sample::SamplerParams default_sampling();
+
+}  // namespace strata::capi
