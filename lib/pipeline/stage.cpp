@@ -1,0 +1,206 @@
+// One pipeline stage (see stage.hpp): checks a request completely before anything runs, so
+// that a refused request leaves the KV cache and the sampler as they were.
+#include "pipeline/stage.hpp"
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "exec/context.hpp"
+#include "quant/half.hpp"
+#include "sample/sequence_sampler.hpp"
+#include "util/error.hpp"
+
+namespace strata::pipeline {
+namespace {
+
+using transport::DType;
+using transport::ForwardOutput;
+
+const char* output_name(ForwardOutput o) {
+    switch (o) {
+    case ForwardOutput::hidden: return "hidden";
+    case ForwardOutput::logits_last: return "logits_last";
+    case ForwardOutput::logits_all: return "logits_all";
+    case ForwardOutput::sample: return "sample";
+    case ForwardOutput::none: return "none";
+    }
+    return "unknown";
+}
+
+exec::KvType kv_type_of(uint32_t code) {
+    switch (code) {
+    case 0: return exec::KvType::f16;
+    case 1: return exec::KvType::q8_0;
+    }
+    fail(Status::invalid_argument, "KV type code " + std::to_string(code) + " is unknown (0: f16, 1: q8_0)");
+}
+
+exec::ContextParams context_params(const transport::StageConfigure& c, const StageOptions& options) {
+    // The head embeds tokens; a worker only ever receives hidden states.
+    if (c.layer_begin == 0) fail(Status::invalid_argument, "layer 0 runs on the head: a worker's range starts at 1 or later");
+    if (c.layer_end <= c.layer_begin || c.layer_end > uint32_t(INT_MAX))
+        fail(Status::invalid_argument, "layer range [" + std::to_string(c.layer_begin) + ", " +
+                                           std::to_string(c.layer_end) + ") is empty or out of range");
+    if (c.context_length == 0) fail(Status::invalid_argument, "context_length must be positive");
+    if (c.n_batch == 0) fail(Status::invalid_argument, "n_batch must be positive");
+    exec::ContextParams p;
+    p.first_layer = int(c.layer_begin);
+    p.last_layer = int(c.layer_end);
+    p.n_ctx = int64_t(c.context_length);
+    p.n_batch = int64_t(c.n_batch);
+    p.kv_type = kv_type_of(c.kv_type);
+    p.n_threads = options.n_threads;
+    p.memory_budget = options.memory_budget;
+    return p;
+}
+
+// The hidden states as f32, refusing a shape other than [n_tokens, n_embd], a byte count that
+// does not match, and non-finite values (they would poison the KV cache for good).
+std::vector<float> hidden_as_f32(const transport::Tensor& t, size_t n_tokens, int64_t n_embd) {
+    if (t.dims.size() != 2 || t.dims[0] != n_tokens || t.dims[1] != uint64_t(n_embd)) {
+        std::string shape;
+        for (size_t i = 0; i < t.dims.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.dims[i]);
+        fail(Status::invalid_argument, "hidden states have shape [" + shape + "], expected [" +
+                                           std::to_string(n_tokens) + ", " + std::to_string(n_embd) + "]");
+    }
+    const size_t count = n_tokens * size_t(n_embd);
+    size_t width = 0;
+    switch (t.dtype) {
+    case DType::f32: width = 4; break;
+    case DType::f16:
+    case DType::bf16: width = 2; break;
+    default: fail(Status::invalid_argument, "hidden states have an unknown element type");
+    }
+    if (t.data.size() != count * width)
+        fail(Status::invalid_argument, "hidden states hold " + std::to_string(t.data.size()) + " bytes, expected " +
+                                           std::to_string(count * width));
+    std::vector<float> out(count);
+    if (t.dtype == DType::f32) {
+        std::memcpy(out.data(), t.data.data(), count * sizeof(float));
+    } else {
+        for (size_t i = 0; i < count; ++i) {
+            uint16_t h;
+            std::memcpy(&h, t.data.data() + 2 * i, 2);
+            out[i] = t.dtype == DType::f16 ? quant::f16_to_f32(h) : quant::bf16_to_f32(h);
+        }
+    }
+    for (size_t i = 0; i < count; ++i)
+        if (!std::isfinite(out[i]))
+            fail(Status::invalid_argument, "hidden state of token " + std::to_string(i / size_t(n_embd)) +
+                                               ", element " + std::to_string(i % size_t(n_embd)) + " is not finite");
+    return out;
+}
+
+transport::Tensor f32_tensor(std::vector<float> values, uint64_t rows, uint64_t cols) {
+    transport::Tensor t;
+    t.dtype = DType::f32;
+    t.dims = {rows, cols};
+    t.data.resize(values.size() * sizeof(float));
+    std::memcpy(t.data.data(), values.data(), t.data.size());
+    return t;
+}
+
+transport::Sampled sampled(sample::SequenceSampler& sampler, uint32_t n_top) {
+    std::vector<sample::TokenLogprob> top;
+    transport::Sampled s;
+    s.token = sampler.sample(n_top, n_top ? &top : nullptr);
+    for (const auto& t : top) s.top.push_back({t.token, t.logprob});
+    return s;
+}
+
+void check_n_top(uint32_t n_top) {
+    if (n_top > transport::kMaxTopLogprobs)
+        fail(Status::invalid_argument, "n_top is " + std::to_string(n_top) + ", at most " +
+                                           std::to_string(transport::kMaxTopLogprobs));
+}
+
+}  // namespace
+
+Stage::Stage(const gguf::ModelFile& file, const transport::StageConfigure& c, const StageOptions& options)
+    : ctx_(std::make_unique<exec::Context>(file, context_params(c, options))) {
+    // The last stage samples; a local session starts from the same default settings.
+    if (ctx_->is_last_stage()) sampler_ = std::make_unique<sample::SequenceSampler>(sample::SamplerParams{});
+}
+
+Stage::~Stage() = default;
+
+transport::StageReady Stage::ready() const {
+    const auto& p = ctx_->plan();
+    return {p.weight_bytes, p.kv_bytes, p.scratch_bytes, p.total_bytes, p.budget_bytes};
+}
+
+bool Stage::is_first() const { return ctx_->is_first_stage(); }
+bool Stage::is_last() const { return ctx_->is_last_stage(); }
+int64_t Stage::n_past() const { return ctx_->n_past(); }
+int64_t Stage::n_embd() const { return ctx_->n_embd(); }
+
+transport::Message Stage::forward(const transport::Forward& f) {
+    const size_t n = f.tokens.size();
+    if (n == 0) fail(Status::invalid_argument, "a forward needs at least one token");
+    if (n > transport::kMaxForwardTokens)
+        fail(Status::invalid_argument, std::to_string(n) + " tokens in one forward, at most " +
+                                           std::to_string(transport::kMaxForwardTokens));
+    const bool last = is_last();
+    if ((f.output == ForwardOutput::hidden) == last || uint32_t(f.output) > uint32_t(ForwardOutput::none))
+        fail(Status::invalid_argument, std::string("output '") + output_name(f.output) + "' is not available on " +
+                                           (last ? "the last stage" : "a stage before the last"));
+    if (f.output == ForwardOutput::sample) check_n_top(f.n_top);
+    const int64_t n_vocab = ctx_->n_vocab();
+    for (size_t i = 0; i < n; ++i)
+        if (f.tokens[i] < 0 || f.tokens[i] >= n_vocab)
+            fail(Status::invalid_argument, "token " + std::to_string(i) + " is " + std::to_string(f.tokens[i]) +
+                                               ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    const int64_t held = ctx_->n_past();
+    if (f.position > uint64_t(held))
+        fail(Status::invalid_argument, "out of order: position " + std::to_string(f.position) +
+                                           " but the stage holds " + std::to_string(held) + " tokens");
+    const int64_t position = int64_t(f.position);
+    if (int64_t(n) > ctx_->n_ctx() - position)
+        fail(Status::context_overflow, std::to_string(n) + " tokens at position " + std::to_string(position) +
+                                           " do not fit the configured context of " +
+                                           std::to_string(ctx_->n_ctx()) + " tokens");
+    const std::vector<float> in = hidden_as_f32(f.hidden, n, ctx_->n_embd());
+
+    // Checked: from here on the request runs.
+    if (position < held) {
+        ctx_->truncate(position);
+        if (sampler_) sampler_->forget_row();
+    }
+    const bool all = f.output == ForwardOutput::logits_all;
+    std::vector<float> out(size_t(ctx_->output_floats(int64_t(n), all)));
+    ctx_->forward_hidden(in.data(), int64_t(n), out.data(), all);
+    if (!last) return f32_tensor(std::move(out), n, uint64_t(ctx_->n_embd()));
+
+    const size_t V = size_t(n_vocab);
+    sampler_->decoded(f.tokens, std::span<const float>(out).last(V));
+    switch (f.output) {
+    case ForwardOutput::logits_last: return f32_tensor(std::move(out), 1, V);
+    case ForwardOutput::logits_all: return f32_tensor(std::move(out), n, V);
+    case ForwardOutput::sample: return sampled(*sampler_, f.n_top);
+    default: return transport::Done{};
+    }
+}
+
+void Stage::set_sampling(const transport::SetSampling& s) {
+    if (!sampler_) fail(Status::invalid_argument, "sampling settings go to the last stage only");
+    sample::SamplerParams p;
+    p.temperature = s.temperature;
+    p.top_k = s.top_k;
+    p.top_p = s.top_p;
+    p.min_p = s.min_p;
+    p.repeat_penalty = s.repeat_penalty;
+    p.repeat_last_n = s.repeat_last_n;
+    p.seed = s.seed;
+    sampler_->set_params(p);  // validates before anything changes
+}
+
+transport::Sampled Stage::sample(uint32_t n_top) {
+    if (!sampler_) fail(Status::invalid_argument, "only the last stage samples");
+    check_n_top(n_top);
+    return sampled(*sampler_, n_top);
+}
+
+}  // namespace strata::pipeline
