@@ -9,20 +9,29 @@
 namespace strata::transport {
 
 bool is_known_type(uint16_t type) {
-    return type >= uint16_t(MessageType::hello) && type <= uint16_t(MessageType::bye);
+    return type >= uint16_t(MessageType::hello) && type <= uint16_t(MessageType::done);
+}
+
+std::array<uint8_t, kHeaderSize> encode_header(MessageType type, uint64_t length, uint32_t crc) {
+    std::array<uint8_t, kHeaderSize> out{};
+    auto put = [&out](size_t at, uint64_t v, size_t n) {
+        for (size_t i = 0; i < n; ++i) out[at + i] = uint8_t(v >> (8 * i));
+    };
+    std::copy(kMagic.begin(), kMagic.end(), out.begin());
+    put(4, kProtocolVersion, 2);
+    put(6, uint16_t(type), 2);
+    put(8, 0, 4);  // flags: none defined in version 1
+    put(12, length, 8);
+    put(20, crc, 4);
+    return out;
 }
 
 std::vector<uint8_t> encode_frame(MessageType type, std::span<const uint8_t> payload) {
+    const auto header = encode_header(type, payload.size(), crc32c(payload));
     std::vector<uint8_t> out;
     out.reserve(kHeaderSize + payload.size());
-    ByteWriter w(out);
-    w.bytes(kMagic);
-    w.u16(kProtocolVersion);
-    w.u16(uint16_t(type));
-    w.u32(0);  // flags: none defined in version 1
-    w.u64(payload.size());
-    w.u32(crc32c(payload));
-    w.bytes(payload);
+    out.insert(out.end(), header.begin(), header.end());
+    out.insert(out.end(), payload.begin(), payload.end());
     return out;
 }
 

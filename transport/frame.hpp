@@ -46,6 +46,9 @@ struct Frame {
     std::vector<uint8_t> payload;
 };
 
+// The 24-byte header of a frame whose payload has `length` bytes and checksum `crc`.
+std::array<uint8_t, kHeaderSize> encode_header(MessageType type, uint64_t length, uint32_t crc);
+
 // Header followed by the payload, ready for the wire.
 std::vector<uint8_t> encode_frame(MessageType type, std::span<const uint8_t> payload);
 inline std::vector<uint8_t> encode_frame(const Frame& f) { return encode_frame(f.type, f.payload); }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -54,6 +55,9 @@ struct TokenId {
 };
 
 inline constexpr size_t kMaxErrorMessage = 4096;
+// Error-frame codes: below this base a code is a transport Errc; kLibraryStatusBase + n carries
+// the library's status n (strata::Status: 1 invalid_argument ... 11 stage_failed, 12 refused).
+inline constexpr uint32_t kLibraryStatusBase = 0x10000;
 struct ErrorMessage {
     uint32_t code = 0;
     std::string message;  // UTF-8, at most kMaxErrorMessage bytes
@@ -156,9 +160,26 @@ using Message = std::variant<Hello, HelloAck, AuthChallenge, AuthResponse, Tenso
 
 MessageType message_type(const Message& m);
 
-// Checks what the wire would check (tensor shape/size, error message length and UTF-8), so
-// that nothing this side sends can be refused by a correct peer.
+// Checks what the wire would check (tensor shape/size, error message length and UTF-8, every
+// stage field), so that nothing this side sends can be refused by a correct peer.
 Result<Frame> to_frame(const Message& m);
+
+// The same payload as to_frame, as an encoded head plus a tail borrowed from the message (the
+// elements of a tensor or of a forward's hidden state; empty for other messages), so that a
+// sender can put both on the wire without first copying the tail. `tail` is valid while the
+// message lives unchanged: temporaries are refused (a Tensor or Forward converted to a
+// Message would be a copy that dies at the end of the call).
+struct PayloadParts {
+    MessageType type{};
+    std::vector<uint8_t> head;
+    std::span<const uint8_t> tail;
+};
+Result<PayloadParts> to_payload_parts(const Message& m);
+Result<PayloadParts> to_payload_parts(const Tensor& t);
+Result<PayloadParts> to_payload_parts(const Forward& f);
+Result<PayloadParts> to_payload_parts(Message&&) = delete;
+Result<PayloadParts> to_payload_parts(Tensor&&) = delete;
+Result<PayloadParts> to_payload_parts(Forward&&) = delete;
 
 // Checks every field: exact payload sizes, dims product x dtype size == bytes without
 // overflow, UTF-8, layer ranges. `malformed_payload` otherwise.
