@@ -1,4 +1,7 @@
 // The memory section of a report: writer (memory_record_json) and its validator rules.
+#include <algorithm>
+#include <optional>
+
 #include "report/json_checker.hpp"
 #include "report/memory_sampler.hpp"
 
@@ -53,6 +56,7 @@ void check_memory_record(JsonChecker& c, const json& m, const std::string& p) {
     c.number(m, "cadence_ms", p, 0);
     c.string(m, "method", p);
     size_t n_samples = 0;
+    std::optional<uint64_t> max_rss;  // recomputed: the summary's sampled peak must be this
     if (const json* samples = c.array(m, "samples", p)) {
         n_samples = samples->size();
         for (size_t i = 0; i < samples->size(); ++i) {
@@ -66,6 +70,8 @@ void check_memory_record(JsonChecker& c, const json& m, const std::string& p) {
                                   "gpu_used_bytes"})
                 c.integer(s, k, sp, 0, true);
             c.integer(s, "context_tokens", sp, 0);
+            if (auto it = s.find("rss_bytes"); it != s.end() && it->is_number_unsigned())
+                max_rss = std::max(max_rss.value_or(0), it->get<uint64_t>());
         }
     }
     const json* s = c.sub_object(m, "summary", p,
@@ -76,6 +82,12 @@ void check_memory_record(JsonChecker& c, const json& m, const std::string& p) {
     const std::string sp = JsonChecker::at(p, "summary");
     if (const json* n = c.integer(*s, "n_samples", sp, 0); n && n->get<uint64_t>() != n_samples)
         c.problem(JsonChecker::at(sp, "n_samples"), "is " + n->dump() + " but there are " + std::to_string(n_samples) + " samples");
+    if (auto it = s->find("sampled_peak_rss_bytes"); it != s->end() && (it->is_null() || it->is_number_unsigned())) {
+        const bool matches = it->is_null() ? !max_rss : (max_rss && it->get<uint64_t>() == *max_rss);
+        if (!matches)
+            c.problem(JsonChecker::at(sp, "sampled_peak_rss_bytes"),
+                      "is not the largest rss_bytes of the samples (" + (max_rss ? std::to_string(*max_rss) : "none") + ")");
+    }
     c.number(*s, "duration_s", sp, 0);
     c.number(*s, "sampled_peak_t_s", sp, 0, true);
     for (const char* k : {"sampled_peak_rss_bytes", "sampled_peak_context_tokens", "kernel_hwm_bytes",

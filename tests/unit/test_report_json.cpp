@@ -299,6 +299,15 @@ TEST_CASE("report: the validator checks the arithmetic the schema cannot state")
         CHECK_FALSE(validate_report_json(doc.dump()).empty());
     }
     {
+        // A peak that no sample shows (an occupancy snapshot or a guess presented as the peak).
+        json doc = good;
+        doc["memory"][0]["summary"]["sampled_peak_rss_bytes"] = 1ull << 40;
+        CHECK(checker.check(doc).empty());
+        const auto problems = validate_report_json(doc.dump());
+        REQUIRE(problems.size() == 1);
+        CHECK(problems[0].find("/memory/0/summary/sampled_peak_rss_bytes") == 0);
+    }
+    {
         json doc = good;
         doc["deployment"]["nodes"][0]["layers"]["begin"] = 30;
         CHECK_FALSE(validate_report_json(doc.dump()).empty());
