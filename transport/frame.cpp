@@ -28,10 +28,9 @@ std::array<uint8_t, kHeaderSize> encode_header(MessageType type, uint64_t length
 
 std::vector<uint8_t> encode_frame(MessageType type, std::span<const uint8_t> payload) {
     const auto header = encode_header(type, payload.size(), crc32c(payload));
-    std::vector<uint8_t> out;
-    out.reserve(kHeaderSize + payload.size());
-    out.insert(out.end(), header.begin(), header.end());
-    out.insert(out.end(), payload.begin(), payload.end());
+    std::vector<uint8_t> out(kHeaderSize + payload.size());
+    std::copy(header.begin(), header.end(), out.begin());
+    std::copy(payload.begin(), payload.end(), out.begin() + kHeaderSize);
     return out;
 }
 

@@ -24,28 +24,20 @@ struct Endpoint {
     uint16_t port = 0;
     std::string to_string() const;  // "host:port" ("[v6]:port")
 };
-// "HOST:PORT", "[V6]:PORT"; `invalid` detail names what is wrong. Port 0 is allowed (listen on any).
+// "HOST:PORT", "[V6]:PORT"; Errc::invalid_argument whose detail names what is wrong. Port 0 is
+// allowed (listen on any). The host is kept without brackets.
 Result<Endpoint> parse_endpoint(std::string_view text);
 
-struct TcpOptions {
-    int send_buffer = 0;     // SO_SNDBUF bytes; 0: the OS default
-    int receive_buffer = 0;  // SO_RCVBUF bytes; 0: the OS default
-    bool no_delay = true;    // TCP_NODELAY: frames are latency-bound
-    uint64_t max_payload = kDefaultMaxPayload;
-};
+// TcpOptions (asked) and SocketObserved (as the kernel has it) live in socket_options.hpp.
 
-// What the socket actually has (the kernel may round or double what was asked).
-struct SocketObserved {
-    std::string local, remote;  // "addr:port"
-    int send_buffer = 0, receive_buffer = 0;
-    bool no_delay = false;
-    int mtu = 0;                // of the interface the connection uses (0: unknown)
-    std::string interface;      // its name ("" unknown)
-};
-
+// Resolves `to`, connects to its addresses in turn before the deadline, and applies `options`
+// (buffers before connecting). timed_out, or io naming the endpoint ("connection refused", ...).
+// Pass named objects only: GCC 12 destroys temporaries in a co_await expression twice.
 Task<Result<std::unique_ptr<TcpConnection>>> tcp_dial(boost::asio::any_io_executor ex, Endpoint to,
                                                       TcpOptions options, Timeout timeout);
 
+// Listens with SO_REUSEADDR; bind errors are io naming the endpoint. Accepted connections get
+// `options`. close() ends a waiting accept() with closed.
 class TcpListener {
 public:
     static Result<TcpListener> bind(boost::asio::any_io_executor ex, const Endpoint& at, TcpOptions options);
