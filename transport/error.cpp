@@ -18,6 +18,7 @@ const char* to_string(Errc code) {
     case Errc::closed: return "closed";
     case Errc::io: return "io";
     case Errc::unexpected_message: return "unexpected_message";
+    case Errc::invalid_argument: return "invalid_argument";
     }
     return "unknown_error";
 }

@@ -23,8 +23,9 @@ enum class Errc {
     closed,             // the peer closed the connection
     io,                 // any other socket error (detail carries the system message)
     unexpected_message, // a valid frame of a type the protocol does not allow at this point
+    invalid_argument,   // a local caller's mistake (an endpoint that does not parse, ...)
 };
-inline constexpr Errc kLastErrc = Errc::unexpected_message;
+inline constexpr Errc kLastErrc = Errc::invalid_argument;
 
 // Stable, lowercase names, used in logs and error frames.
 const char* to_string(Errc code);
