@@ -544,6 +544,110 @@ STRATA_API strata_status strata_worker_run(strata_worker* worker);
 STRATA_API strata_status strata_worker_stop(strata_worker* worker);
 STRATA_API void strata_worker_free(strata_worker* worker);
 
+/* ---------------------------------------------------------------------------------------
+ * Reports: benchmark and evaluation reports that pin what was run (schema "strata.report/1",
+ * lib/report/schema/report.schema.json), as JSON text in and JSON text out.
+ *
+ * Text-producing calls write NUL-terminated UTF-8 into `buffer` (at most `capacity` bytes) and
+ * store the size needed, NUL included, in *out_needed (may be NULL); when the buffer is too small
+ * nothing is written and STRATA_ERR_BUFFER_TOO_SMALL is returned (call with capacity 0 to ask).
+ * Every text input (a report file, a section, a request) is untrusted: malformed JSON, a missing
+ * or mistyped member is STRATA_ERR_FORMAT or STRATA_ERR_INVALID_ARGUMENT naming it, never a crash.
+ * `length` is the input's byte count (the text need not be NUL-terminated).
+ * ------------------------------------------------------------------------------------- */
+
+/* "strata.report/1": the schema version the reports of this library carry. */
+STRATA_API const char* strata_report_schema_version(void);
+
+/* The artifact section of a model: path, size and sha256 of every shard (hashed once and cached as
+ * the model's params say), the model identity, the architecture, tensor counts and bytes per type,
+ * and the publisher's metadata labels (general.name, ...) marked as unverified. */
+STRATA_API strata_status strata_report_artifact_json(strata_model* model, char* buffer, size_t capacity,
+                                                     size_t* out_needed);
+
+/* The runtime section of this process: strata version and git commit, build type, compiler and
+ * flags, CPU model and cores, host memory, OS, and CUDA (absent, with the reason, in a process
+ * without a CUDA backend). */
+STRATA_API strata_status strata_report_runtime_json(char* buffer, size_t capacity, size_t* out_needed);
+
+/* Assembles a report from a JSON object holding its sections: "title" (string), "artifact",
+ * "runtime", "transport", "deployment" (objects) and "memory", "benchmarks", "evaluations"
+ * (arrays); "created_utc" is optional (now when absent); "schema" is set here. The result is
+ * validated first: a report that would not validate is STRATA_ERR_FORMAT with every problem in
+ * the message, and nothing is written. */
+STRATA_API strata_status strata_report_assemble(const char* sections_json, size_t length, char* buffer,
+                                                size_t capacity, size_t* out_needed);
+
+/* Checks a report text against the schema and the arithmetic the schema cannot state (a stored
+ * score must be the score of the stored attempts, a sampled peak the largest sample, ...). Writes
+ * a JSON array of problems, each "JSON-pointer: what is wrong"; "[]" for a valid report. A
+ * problem in the text is a result, not an error: the call returns STRATA_OK either way. */
+STRATA_API strata_status strata_report_validate(const char* report_json, size_t length, char* buffer,
+                                                size_t capacity, size_t* out_needed);
+
+/* The Markdown rendering of a valid report (STRATA_ERR_FORMAT listing the problems otherwise).
+ * images_json: NULL, or a JSON array of {"caption": ..., "path": ...} (paths relative to the
+ * Markdown file, e.g. what strata_report_plot returns), shown after the memory section. */
+STRATA_API strata_status strata_report_markdown(const char* report_json, size_t length, const char* images_json,
+                                                char* buffer, size_t capacity, size_t* out_needed);
+
+/* Scores an evaluation. Input: {"name", "rounds", "tasks"} as the schema's evaluation element
+ * (a "score" member is ignored); output: the same element with its "score" (first pass, each
+ * retry round, composite and the summary line that never shows a composite without the first
+ * pass and the retry history). A record that breaks the history rules (a first attempt outside
+ * round 0, a retry of a task already passed, an attempt in an undeclared round) is
+ * STRATA_ERR_INVALID_ARGUMENT naming the task. */
+STRATA_API strata_status strata_report_eval_score(const char* evaluation_json, size_t length, char* buffer,
+                                                  size_t capacity, size_t* out_needed);
+
+/* May two evaluations be compared? evaluation_a / evaluation_b index the "evaluations" arrays of
+ * the two report texts. Writes {"comparable": bool, "differences": [{"what", "a", "b"}, ...]}
+ * listing every difference in artifact identity, task subset, prompts, first-pass sampling
+ * controls and timeouts. An unreadable report is a difference, not an error. */
+STRATA_API strata_status strata_report_eval_compare(const char* report_a, size_t length_a, const char* report_b,
+                                                    size_t length_b, size_t evaluation_a, size_t evaluation_b,
+                                                    char* buffer, size_t capacity, size_t* out_needed);
+
+/* Runs a command in a sandbox (for the code tasks of an evaluation): a child process in a fresh
+ * temporary directory with CPU-time, address-space, file-size and process-count limits, a wall
+ * timeout that kills its process group, captured output up to a cap, and no network (a new network
+ * namespace when running as root; otherwise the result says the network was not isolated).
+ * Request: {"argv": [strings, at least one], "files": [{"name", "content"}] (optional),
+ * "limits": {"cpu_seconds", "address_space_bytes", "file_size_bytes", "max_processes",
+ * "wall_seconds", "output_cap_bytes"} (optional, each member optional)}. Writes the result:
+ * limits, outcome, exit code or signal, timed_out, the limits hit, times, output. What the child
+ * does is a result (STRATA_OK); only a malformed request is an error. */
+STRATA_API strata_status strata_report_sandbox_run(const char* request_json, size_t length, char* buffer,
+                                                   size_t capacity, size_t* out_needed);
+
+/* Draws PNG plots of a valid report into out_dir (which must exist), file names beginning with
+ * `prefix`: per-token latency of every benchmark run that carries "token_times_s" (seconds since
+ * the run started, one per generated token; runs with "warmup": true are left out) and memory
+ * over time of every memory record. Writes a JSON array of {"caption", "path"} (path = file name
+ * inside out_dir), ready for strata_report_markdown. */
+STRATA_API strata_status strata_report_plot(const char* report_json, size_t length, const char* out_dir,
+                                            const char* prefix, char* buffer, size_t capacity, size_t* out_needed);
+
+/* --- memory sampling with a stated method --- */
+
+/* A thread recording, once per cadence (and once at start and at stop), this process's RSS and
+ * VmHWM, host MemAvailable, the swap counters, and the context length set by the caller. */
+typedef struct strata_memory_sampler strata_memory_sampler;
+
+/* cadence_ms: 1 to 3600000. */
+STRATA_API strata_status strata_memory_sampler_create(int32_t cadence_ms, strata_memory_sampler** out_sampler);
+STRATA_API void strata_memory_sampler_free(strata_memory_sampler* sampler);
+/* Takes a sample now and starts the thread; a second start is STRATA_ERR_INVALID_ARGUMENT. */
+STRATA_API strata_status strata_memory_sampler_start(strata_memory_sampler* sampler);
+/* The context length (tokens) being processed, attached to every later sample. Thread-safe. */
+STRATA_API strata_status strata_memory_sampler_set_context(strata_memory_sampler* sampler, int64_t context_tokens);
+/* Takes a last sample and stops the thread (a no-op when not running). */
+STRATA_API strata_status strata_memory_sampler_stop(strata_memory_sampler* sampler);
+/* The memory section element: node name, cadence, method, every sample, and the summary that
+ * keeps the sampled peak (largest sample) apart from the kernel's high-water mark. */
+STRATA_API strata_status strata_memory_sampler_json(const strata_memory_sampler* sampler, const char* node,
+                                                    char* buffer, size_t capacity, size_t* out_needed);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

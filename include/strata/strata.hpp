@@ -529,6 +529,103 @@ private:
     strata_writer* handle_ = nullptr;
 };
 
+// --- Reports: strata_report_* and strata_memory_sampler_* (JSON text in, JSON text out) ---
+namespace reports {
+
+namespace detail {
+// Runs a text-producing call twice: once to learn the size, once into a buffer of that size.
+template <typename Call>
+std::string text(Call&& call) {
+    size_t needed = 0;
+    strata_status s = call(nullptr, 0, &needed);
+    if (s != STRATA_ERR_BUFFER_TOO_SMALL) strata::detail::check(s);
+    std::string out(needed, '\0');
+    strata::detail::check(call(out.data(), out.size(), &needed));
+    out.resize(needed - 1);
+    return out;
+}
+}  // namespace detail
+
+inline std::string schema_version() { return strata_report_schema_version(); }
+inline std::string artifact_json(model& m) {
+    return detail::text([&](char* b, size_t c, size_t* n) { return strata_report_artifact_json(m.get(), b, c, n); });
+}
+inline std::string runtime_json() { return detail::text(strata_report_runtime_json); }
+// The validated report text; throws strata::error (STRATA_ERR_FORMAT listing the problems).
+inline std::string assemble(std::string_view sections_json) {
+    return detail::text([&](char* b, size_t c, size_t* n) {
+        return strata_report_assemble(sections_json.data(), sections_json.size(), b, c, n);
+    });
+}
+// A JSON array of problems, "[]" when the report is valid.
+inline std::string validate(std::string_view report_json) {
+    return detail::text([&](char* b, size_t c, size_t* n) {
+        return strata_report_validate(report_json.data(), report_json.size(), b, c, n);
+    });
+}
+// images_json: "" or a JSON array of {"caption", "path"} (as plot() returns).
+inline std::string markdown(std::string_view report_json, const std::string& images_json = "") {
+    return detail::text([&](char* b, size_t c, size_t* n) {
+        return strata_report_markdown(report_json.data(), report_json.size(),
+                                      images_json.empty() ? nullptr : images_json.c_str(), b, c, n);
+    });
+}
+inline std::string eval_score(std::string_view evaluation_json) {
+    return detail::text([&](char* b, size_t c, size_t* n) {
+        return strata_report_eval_score(evaluation_json.data(), evaluation_json.size(), b, c, n);
+    });
+}
+inline std::string eval_compare(std::string_view report_a, std::string_view report_b, size_t evaluation_a = 0,
+                                size_t evaluation_b = 0) {
+    return detail::text([&](char* b, size_t c, size_t* n) {
+        return strata_report_eval_compare(report_a.data(), report_a.size(), report_b.data(), report_b.size(),
+                                          evaluation_a, evaluation_b, b, c, n);
+    });
+}
+inline std::string sandbox_run(std::string_view request_json) {
+    return detail::text([&](char* b, size_t c, size_t* n) {
+        return strata_report_sandbox_run(request_json.data(), request_json.size(), b, c, n);
+    });
+}
+// Writes the PNGs into out_dir; returns the JSON array of {"caption", "path"}.
+inline std::string plot(std::string_view report_json, const std::string& out_dir, const std::string& prefix = "") {
+    return detail::text([&](char* b, size_t c, size_t* n) {
+        return strata_report_plot(report_json.data(), report_json.size(), out_dir.c_str(), prefix.c_str(), b, c, n);
+    });
+}
+
+// The memory sampler thread; stops (if running) when destroyed. Movable, not copyable.
+class memory_sampler {
+public:
+    explicit memory_sampler(int32_t cadence_ms) { strata::detail::check(strata_memory_sampler_create(cadence_ms, &handle_)); }
+    memory_sampler(memory_sampler&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    memory_sampler& operator=(memory_sampler&& other) noexcept {
+        if (this != &other) {
+            strata_memory_sampler_free(handle_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    memory_sampler(const memory_sampler&) = delete;
+    memory_sampler& operator=(const memory_sampler&) = delete;
+    ~memory_sampler() { strata_memory_sampler_free(handle_); }
+
+    void start() { strata::detail::check(strata_memory_sampler_start(handle_)); }
+    void stop() { strata::detail::check(strata_memory_sampler_stop(handle_)); }
+    void set_context(int64_t tokens) { strata::detail::check(strata_memory_sampler_set_context(handle_, tokens)); }
+    // The memory section element for `node`.
+    std::string json(const std::string& node) const {
+        return detail::text([&](char* b, size_t c, size_t* n) {
+            return strata_memory_sampler_json(handle_, node.c_str(), b, c, n);
+        });
+    }
+
+private:
+    strata_memory_sampler* handle_ = nullptr;
+};
+
+}  // namespace reports
+
 }  // namespace strata
 
 #endif  // STRATA_HPP
