@@ -1,12 +1,16 @@
-// strata-run: generate text from a GGUF model on the CPU, streaming tokens as they come.
+// strata-run: generate text from a GGUF model on the CPU, streaming tokens as they come; alone,
+// or as the head of a pipeline whose later layers run on strata-worker processes.
 //
 //   strata-run MODEL.gguf [MORE-SHARDS...] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]
 //              [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N] [--kv f16|q8_0]
+//              [--worker HOST:PORT ... [--layers A:B,C:D,...] [--key-file F] [--n-batch N]]
+//              [--report-json FILE]
 //
 // Ends with the actual counts and rates of this run (prompt tokens prefilled, tokens generated,
 // prefill and decode tokens per second) and the sampling settings in force. Uses only strata.hpp.
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,11 +25,18 @@ struct Options {
     strata::generate_options generate;
     strata::sampling_params sampling;
     strata::session_params session;
+    strata::pipeline_params pipeline;
+    std::string report_json;
 };
 
 const char* kUsage =
     "usage: strata-run MODEL.gguf [MORE-SHARDS...] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
     "                  [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N] [--kv f16|q8_0]\n"
+    "                  [--worker HOST:PORT ... [--layers A:B,C:D,...] [--key-file F] [--n-batch N]\n"
+    "                   [--heartbeat-ms N] [--peer-timeout-ms N]] [--report-json FILE]\n"
+    "With --worker, this process is the head of a pipeline: it holds the first layers, each worker\n"
+    "(strata-worker) the next range in the order given; --layers fixes the ranges (head first),\n"
+    "otherwise they are planned from each stage's free memory.\n"
     "Streams the generated text to stdout; the run's figures go to stderr.\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -71,7 +82,14 @@ Options parse_args(int argc, char** argv) {
             if (kv == "f16") o.session.kv_type = STRATA_KV_F16;
             else if (kv == "q8_0") o.session.kv_type = STRATA_KV_Q8_0;
             else usage_error("--kv must be f16 or q8_0, got '" + kv + "'");
-        } else if (a == "-h" || a == "--help") {
+        } else if (a == "--worker") o.pipeline.workers.push_back(value());
+        else if (a == "--layers") o.pipeline.layers = value();
+        else if (a == "--key-file") o.pipeline.key_file = value();
+        else if (a == "--n-batch") o.pipeline.n_batch = parse_number<int32_t>(a, value());
+        else if (a == "--heartbeat-ms") o.pipeline.heartbeat_ms = parse_number<int32_t>(a, value());
+        else if (a == "--peer-timeout-ms") o.pipeline.peer_timeout_ms = parse_number<int32_t>(a, value());
+        else if (a == "--report-json") o.report_json = value();
+        else if (a == "-h" || a == "--help") {
             std::cout << kUsage;
             std::exit(0);
         } else if (a.size() > 1 && a[0] == '-') usage_error("unknown option " + a);
@@ -79,6 +97,8 @@ Options parse_args(int argc, char** argv) {
     }
     if (o.paths.empty()) usage_error("no model file given");
     if (!o.have_prompt) usage_error("-p PROMPT is required");
+    if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty()))
+        usage_error("--layers and --key-file need at least one --worker");
     return o;
 }
 
@@ -95,13 +115,41 @@ const char* stop_reason_name(int32_t reason) {
 
 double per_second(int64_t n, double seconds) { return seconds > 0 ? double(n) / seconds : 0.0; }
 
+// The run's figures as one JSON object: counts and times as measured, the rates derived from
+// them beside them, the sampling settings, and for a pipeline its plan and link counters.
+void write_report(const std::string& path, const strata_generate_result& r, const strata::session& s,
+                  const strata::pipeline* pipe) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) throw strata::error(STRATA_ERR_IO, "cannot write " + path);
+    std::fprintf(f,
+                 "{\n  \"prompt_tokens\": %lld,\n  \"prefill_seconds\": %.9g,\n  \"prefill_tokens_per_second\": %.9g,\n"
+                 "  \"generated_tokens\": %lld,\n  \"decode_seconds\": %.9g,\n  \"decode_tokens_per_second\": %.9g,\n"
+                 "  \"stop_reason\": \"%s\",\n  \"n_past\": %lld,\n  \"n_ctx\": %lld,\n  \"sampling\": %s,\n"
+                 "  \"pipeline\": %s,\n  \"pipeline_stats\": %s\n}\n",
+                 (long long)r.n_prompt_tokens, r.prefill_seconds, per_second(r.n_prompt_tokens, r.prefill_seconds),
+                 (long long)r.n_generated, r.decode_seconds, per_second(r.n_generated, r.decode_seconds),
+                 stop_reason_name(r.stop_reason), (long long)s.n_past(), (long long)s.n_ctx(),
+                 s.sampling_json().c_str(), pipe ? pipe->plan_json().c_str() : "null",
+                 pipe ? pipe->stats_json().c_str() : "null");
+    std::fclose(f);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const Options o = parse_args(argc, argv);
     try {
         strata::model m(o.paths);
-        strata::session s(m, o.session);
+        std::optional<strata::pipeline> pipe;
+        if (!o.pipeline.workers.empty()) {
+            strata::pipeline_params p = o.pipeline;
+            p.n_ctx = o.session.n_ctx;
+            p.n_threads = o.session.n_threads;
+            p.kv_type = o.session.kv_type;
+            pipe.emplace(m, p);
+            std::fprintf(stderr, "pipeline plan:\n%s\n", pipe->plan_json().c_str());
+        }
+        strata::session s = pipe ? pipe->session() : strata::session(m, o.session);
         s.set_sampling(o.sampling);
         std::fprintf(stderr, "%s\n", s.plan().c_str());
         std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
@@ -122,6 +170,8 @@ int main(int argc, char** argv) {
                      (long long)r.n_generated, r.decode_seconds, per_second(r.n_generated, r.decode_seconds),
                      stop_reason_name(r.stop_reason), (long long)s.n_past(), (long long)s.n_ctx(),
                      s.sampling_json().c_str());
+        if (pipe) std::fprintf(stderr, "pipeline links:\n%s\n", pipe->stats_json().c_str());
+        if (!o.report_json.empty()) write_report(o.report_json, r, s, pipe ? &*pipe : nullptr);
     } catch (const strata::error& e) {
         std::cerr << "strata-run: " << e.what() << "\n";
         return 2;

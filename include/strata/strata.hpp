@@ -336,6 +336,8 @@ public:
         c.memory_budget = p.memory_budget;
         detail::check(strata_session_create(m.get(), &c, &handle_));
     }
+    // Takes ownership of a strata_session* (e.g. from strata_pipeline_session).
+    static session adopt(strata_session* handle) noexcept { return session(handle); }
     session(session&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
     session& operator=(session&& other) noexcept {
         if (this != &other) {
@@ -411,6 +413,16 @@ public:
         detail::check(strata_session_sample(handle_, &token));
         return token;
     }
+    // sample(), and the n most likely tokens under the raw logits: (token, log-probability).
+    int32_t sample_top(size_t n, std::vector<std::pair<int32_t, float>>& top) {
+        std::vector<int32_t> tokens(n);
+        std::vector<float> logprobs(n);
+        int32_t token = 0;
+        detail::check(strata_session_sample_top(handle_, &token, n, tokens.data(), logprobs.data()));
+        top.clear();
+        for (size_t i = 0; i < n; ++i) top.emplace_back(tokens[i], logprobs[i]);
+        return token;
+    }
 
     // Streams every generated token's bytes to on_piece (return false to stop). An exception
     // thrown by on_piece stops generation and is rethrown here.
@@ -449,7 +461,88 @@ public:
     }
 
 private:
+    explicit session(strata_session* handle) noexcept : handle_(handle) {}
     strata_session* handle_ = nullptr;
+};
+
+struct pipeline_params {
+    std::vector<std::string> workers;  // "HOST:PORT", in stage order
+    std::string layers;                // "0:8,8:16,16:24", head first; empty: planned from memory
+    std::string key_file;              // empty: `key`
+    std::string key;                   // the pre-shared key's bytes (empty: loopback only)
+    int64_t n_ctx = 0;
+    int32_t n_threads = 0;
+    int32_t kv_type = STRATA_KV_F16;
+    uint64_t memory_budget = 0;
+    int32_t n_batch = 32;
+    int32_t heartbeat_ms = 1000;
+    int32_t peer_timeout_ms = 5000;
+    int32_t connect_timeout_ms = 5000;
+    int32_t socket_buffer_bytes = 0;
+};
+
+// The head of a pipeline: this process holds the embeddings and the first layers, the workers
+// the rest. session() gives its sequence as a strata::session.
+class pipeline {
+public:
+    pipeline(model& m, const pipeline_params& p) {
+        strata_pipeline_params c;
+        strata_pipeline_default_params(&c);
+        std::vector<const char*> workers;
+        for (const auto& w : p.workers) workers.push_back(w.c_str());
+        c.workers = workers.data();
+        c.n_workers = workers.size();
+        c.layers = p.layers.empty() ? nullptr : p.layers.c_str();
+        c.key_file = p.key_file.empty() ? nullptr : p.key_file.c_str();
+        c.key = p.key.empty() ? nullptr : reinterpret_cast<const uint8_t*>(p.key.data());
+        c.key_length = p.key.size();
+        c.n_ctx = p.n_ctx;
+        c.n_threads = p.n_threads;
+        c.kv_type = p.kv_type;
+        c.memory_budget = p.memory_budget;
+        c.n_batch = p.n_batch;
+        c.heartbeat_ms = p.heartbeat_ms;
+        c.peer_timeout_ms = p.peer_timeout_ms;
+        c.connect_timeout_ms = p.connect_timeout_ms;
+        c.socket_buffer_bytes = p.socket_buffer_bytes;
+        detail::check(strata_pipeline_create(m.get(), &c, &handle_));
+    }
+    pipeline(pipeline&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    pipeline& operator=(pipeline&& other) noexcept {
+        if (this != &other) {
+            strata_pipeline_free(handle_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    pipeline(const pipeline&) = delete;
+    pipeline& operator=(const pipeline&) = delete;
+    ~pipeline() { strata_pipeline_free(handle_); }
+
+    strata_pipeline* get() const noexcept { return handle_; }
+
+    // The pipeline's one sequence (free the previous session before asking again).
+    strata::session session() {
+        strata_session* s = nullptr;
+        detail::check(strata_pipeline_session(handle_, &s));
+        return strata::session::adopt(s);
+    }
+    std::string plan_json() const { return text(strata_pipeline_plan_json); }
+    std::string stats_json() const { return text(strata_pipeline_stats_json); }
+    void reconnect() { detail::check(strata_pipeline_reconnect(handle_)); }
+
+private:
+    template <typename Fn>
+    std::string text(Fn fn) const {
+        size_t needed = 0;
+        strata_status s = fn(handle_, nullptr, 0, &needed);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::string out(needed, '\0');
+        detail::check(fn(handle_, out.data(), out.size(), &needed));
+        out.resize(needed - 1);
+        return out;
+    }
+    strata_pipeline* handle_ = nullptr;
 };
 
 // Builds a GGUF file (or split shards). Movable, not copyable.

@@ -55,15 +55,22 @@ bool contains_stop(const std::string& text, const std::vector<std::string>& stop
 
 namespace strata::capi {
 
-strata_session* make_session(strata_model* model, std::unique_ptr<exec::Sequence> sequence,
+SessionTokenizer session_tokenizer(strata_model* model) {
+    SessionTokenizer t;
+    try {
+        t.tokenizer = tokenizer_of(model);
+    } catch (const Error& e) {
+        t.error = e.what();  // decoding token ids still works; generate reports this
+    }
+    return t;
+}
+
+strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::Sequence> sequence,
                              std::shared_ptr<const gguf::ModelFile> file) {
     auto session = std::make_unique<strata_session>();
     session->file = std::move(file);
-    try {
-        session->tokenizer = tokenizer_of(model);
-    } catch (const Error& e) {
-        session->tokenizer_error = e.what();  // decoding token ids still works; generate reports this
-    }
+    session->tokenizer = std::move(tokenizer.tokenizer);
+    session->tokenizer_error = std::move(tokenizer.error);
     session->sequence = std::move(sequence);
     return session.release();
 }
@@ -99,7 +106,7 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     cp.kv_type = p.kv_type == STRATA_KV_Q8_0 ? strata::exec::KvType::q8_0 : strata::exec::KvType::f16;
     cp.memory_budget = p.memory_budget;
     auto sequence = std::make_unique<strata::exec::LocalSequence>(*model->file, cp, strata::capi::default_sampling());
-    *out_session = strata::capi::make_session(model, std::move(sequence), model->file);
+    *out_session = strata::capi::make_session(strata::capi::session_tokenizer(model), std::move(sequence), model->file);
     STRATA_API_END
 }
 

@@ -22,8 +22,15 @@ struct strata_session {
 
 namespace strata::capi {
 
-// A session over `sequence` (which must keep `file`'s mapping in use alive through `file`).
-strata_session* make_session(strata_model* model, std::unique_ptr<exec::Sequence> sequence,
+// The model's tokenizer, or null and why not (sessions still decode token ids without one).
+struct SessionTokenizer {
+    std::shared_ptr<const token::Tokenizer> tokenizer;
+    std::string error;
+};
+SessionTokenizer session_tokenizer(strata_model* model);
+
+// A session over `sequence` (`file` keeps the mapping the sequence reads alive).
+strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::Sequence> sequence,
                              std::shared_ptr<const gguf::ModelFile> file);
 // The sampling settings of strata_sampling_default_params.
 sample::SamplerParams default_sampling();

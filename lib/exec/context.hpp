@@ -62,6 +62,7 @@ public:
     int last_layer() const { return w_.last_layer; }
     bool is_first_stage() const { return w_.first_stage(); }
     bool is_last_stage() const { return w_.last_stage; }
+    int n_threads() const { return backend_->n_threads(); }
     int64_t output_floats(int64_t n_tokens, bool all_logits) const;
 
     // First stage only. Runs tokens at positions n_past..n_past+n-1 and appends them to the cache.

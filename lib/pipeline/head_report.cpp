@@ -1,0 +1,109 @@
+#include "pipeline/head_report.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "exec/context.hpp"
+#include "pipeline/head.hpp"
+
+namespace strata::pipeline::detail {
+namespace {
+
+using nlohmann::json;
+
+json memory(uint64_t weights, uint64_t kv, uint64_t scratch, uint64_t total, uint64_t budget) {
+    return {{"weight_bytes", weights}, {"kv_bytes", kv}, {"scratch_bytes", scratch}, {"total_bytes", total},
+            {"budget_bytes", budget}};
+}
+
+json latency(const LatencyStats& s) {
+    return {{"count", s.count},
+            {"mean_us", s.count ? s.sum_us / double(s.count) : 0.0},
+            {"min_us", s.min_us},
+            {"max_us", s.max_us}};
+}
+
+}  // namespace
+
+std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& plan, const std::string& planned_by,
+                      const std::vector<std::shared_ptr<Link>>& links, const HeadOptions& options) {
+    const auto& hp = head.plan();
+    json stages = json::array();
+    stages.push_back({{"stage", 0},
+                      {"role", "head"},
+                      {"layers", {plan[0].first, plan[0].second}},
+                      {"backend", "cpu"},
+                      {"threads", head.n_threads()},
+                      {"memory", memory(hp.weight_bytes, hp.kv_bytes, hp.scratch_bytes, hp.total_bytes, hp.budget_bytes)}});
+    for (const auto& link : links) {
+        const auto& r = link->ready;
+        const auto& info = link->info;
+        const auto& o = link->observed;
+        stages.push_back(
+            {{"stage", link->stage},
+             {"role", "worker"},
+             {"address", link->endpoint.to_string()},
+             {"layers", {link->layers.first, link->layers.second}},
+             {"memory", memory(r.weight_bytes, r.kv_bytes, r.scratch_bytes, r.total_bytes, r.budget_bytes)},
+             {"reported",
+              {{"available_memory_bytes", info.available_memory},
+               {"fixed_layers", {info.fixed_layer_begin, info.fixed_layer_end}},
+               {"n_layers", info.n_layers},
+               {"threads", info.n_threads},
+               {"backend", info.backend},
+               {"host", info.host}}},
+             {"socket",
+              {{"configured",
+                {{"send_buffer_bytes", options.tcp.send_buffer},
+                 {"receive_buffer_bytes", options.tcp.receive_buffer},
+                 {"no_delay", options.tcp.no_delay},
+                 {"max_payload_bytes", options.tcp.max_payload}}},
+               {"observed",
+                {{"local", o.local},
+                 {"remote", o.remote},
+                 {"send_buffer_bytes", o.send_buffer},
+                 {"receive_buffer_bytes", o.receive_buffer},
+                 {"no_delay", o.no_delay},
+                 {"interface", o.interface},
+                 {"mtu", o.mtu}}}}}});
+    }
+    json out = {{"transport", "tcp"},
+                {"protocol_version", transport::kProtocolVersion},
+                {"planned_by", planned_by},
+                {"n_layers", head.hparams().n_layer},
+                {"n_ctx", head.n_ctx()},
+                {"kv_type", exec::kv_type_name(options.context.kv_type)},
+                {"n_batch", options.n_batch},
+                {"heartbeat_ms", options.heartbeat.count()},
+                {"peer_timeout_ms", options.peer_timeout.count()},
+                {"stages", stages}};
+    return out.dump(2);
+}
+
+std::string stats_json(const std::vector<std::shared_ptr<Link>>& links, double head_compute_seconds,
+                       uint64_t forward_calls) {
+    json out_links = json::array();
+    for (const auto& link : links) {
+        LinkStats s;
+        {
+            std::lock_guard lock(link->stats_mutex);
+            s = link->stats;
+        }
+        out_links.push_back({{"stage", link->stage},
+                             {"address", link->endpoint.to_string()},
+                             {"failed", link->failed_flag.load()},
+                             {"bytes_sent", link->conn ? link->conn->bytes_sent() : 0},
+                             {"bytes_received", link->conn ? link->conn->bytes_received() : 0},
+                             {"requests", s.requests},
+                             {"refused", s.refused},
+                             {"latency_all_requests", latency(s.all)},
+                             {"latency_single_token", latency(s.single_token)}});
+    }
+    json out = {{"forward_calls", forward_calls},
+                {"head_compute_seconds", head_compute_seconds},
+                {"latency_note", "send to reply at the head, worker compute included; prefill parts queue behind "
+                                 "earlier ones, so single-token requests give the per-hop decode latency"},
+                {"links", out_links}};
+    return out.dump(2);
+}
+
+}  // namespace strata::pipeline::detail
