@@ -1,0 +1,238 @@
+// strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [--worker HOST:PORT ...] [--repeat N]
+//              [--warmup N] [--prompt-tokens 512,4096] [--gen-tokens N] [--context-probe N]
+//
+// The default mode of strata-bench: prefill and decode at stated prompt and output lengths,
+// --warmup runs first (recorded, excluded from the figures), then --repeat measured runs per
+// prompt length, each keeping its exact token counts and per-token timestamps; the figures are
+// given as median, min, max and standard deviation. --context-probe N runs an N-token input with
+// planted facts and states what was completed and verified next to the configured window. Memory
+// is sampled throughout. With --worker the run goes through a pipeline, and the deployment and
+// transport sections come from its plan. Writes REPORT.json and REPORT.md; public headers only.
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_probe.hpp"
+#include "bench_run.hpp"
+#include "bench_stats.hpp"
+#include "report_sections.hpp"
+#include "strata/strata.hpp"
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const char* kUsage =
+    "usage: strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [--worker HOST:PORT ...] [--layers A:B,...]\n"
+    "                    [--key-file F] [--repeat N] [--warmup N] [--prompt-tokens 512,4096] [--gen-tokens N]\n"
+    "                    [--context-probe N] [--probe-depths 0.1,0.5,0.9] [--ctx N] [--threads N]\n"
+    "                    [--memory-cadence-ms N]\n"
+    "Per prompt length: --warmup runs (default 1, recorded, not counted), then --repeat measured runs\n"
+    "(default 3) of a prompt of exactly that many tokens and --gen-tokens generated tokens (default 32,\n"
+    "greedy, end-of-generation ignored). Figures: median, min, max, stddev over the measured runs.\n"
+    "--context-probe N: an N-token input with facts planted at --probe-depths, recall checked per depth.\n"
+    "Writes REPORT.json and REPORT.md (strata-report plot REPORT.json adds the PNGs).\n";
+
+struct Options {
+    std::vector<std::string> model;
+    std::string out;
+    strata::pipeline_params pipeline;
+    int repeat = 3, warmup = 1;
+    std::vector<int64_t> prompt_tokens{128};
+    int32_t gen_tokens = 32;
+    int64_t probe_tokens = 0;
+    std::vector<double> probe_depths{0.1, 0.5, 0.9};
+    int64_t n_ctx = 0;
+    int32_t threads = 0;
+    int32_t cadence_ms = 50;
+};
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+double number(const std::string& flag, const std::string& text, double lo, double hi) {
+    try {
+        size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && v >= lo && v <= hi) return v;
+    } catch (const std::exception&) {
+    }
+    throw UsageError(flag + " needs a number from " + json(lo).dump() + " to " + json(hi).dump() + ", got '" + text + "'");
+}
+
+template <typename T>
+std::vector<T> list(const std::string& flag, const std::string& text, double lo, double hi) {
+    std::vector<T> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) out.push_back(T(number(flag, item, lo, hi)));
+    if (out.empty() || out.size() > 32) throw UsageError(flag + " needs 1 to 32 comma-separated values");
+    return out;
+}
+
+Options parse_args(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw UsageError(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "-o") o.out = value();
+        else if (a == "--worker") o.pipeline.workers.push_back(value());
+        else if (a == "--layers") o.pipeline.layers = value();
+        else if (a == "--key-file") o.pipeline.key_file = value();
+        else if (a == "--repeat") o.repeat = int(number(a, value(), 1, 10000));
+        else if (a == "--warmup") o.warmup = int(number(a, value(), 0, 10000));
+        else if (a == "--prompt-tokens") o.prompt_tokens = list<int64_t>(a, value(), 1, 1 << 30);
+        else if (a == "--gen-tokens") o.gen_tokens = int32_t(number(a, value(), 1, 1 << 24));
+        else if (a == "--context-probe") o.probe_tokens = int64_t(number(a, value(), 16, 1 << 30));
+        else if (a == "--probe-depths") o.probe_depths = list<double>(a, value(), 0, 1);
+        else if (a == "--ctx") o.n_ctx = int64_t(number(a, value(), 1, 1 << 30));
+        else if (a == "--threads") o.threads = int32_t(number(a, value(), 0, 4096));
+        else if (a == "--memory-cadence-ms") o.cadence_ms = int32_t(number(a, value(), 1, 3600000));
+        else if (a == "-h" || a == "--help") {
+            std::cout << kUsage;
+            std::exit(0);
+        } else if (a.size() > 1 && a[0] == '-') throw UsageError("unknown option " + a);
+        else o.model.push_back(a);
+    }
+    if (o.model.empty()) throw UsageError("no model file given");
+    if (o.out.empty()) throw UsageError("-o REPORT.json is required");
+    if (o.probe_depths.size() > 6) throw UsageError("--probe-depths takes at most 6 depths");
+    int64_t need = 0;
+    for (int64_t p : o.prompt_tokens) need = std::max(need, p + o.gen_tokens);
+    need = std::max(need, o.probe_tokens + 16);
+    if (o.n_ctx == 0) o.n_ctx = need;
+    else if (o.n_ctx < need)
+        throw UsageError("--ctx " + std::to_string(o.n_ctx) + " cannot hold the longest run (" + std::to_string(need) +
+                         " tokens)");
+    if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty()))
+        throw UsageError("--layers and --key-file need at least one --worker");
+    return o;
+}
+
+// The element of one prompt length: the settings, the spread of every figure, every run.
+json length_element(const Options& o, int64_t prompt_n, const json& runs) {
+    std::vector<double> prefill, decode, ttft, prefill_s;
+    for (const json& r : runs) {
+        if (r["warmup"].get<bool>()) continue;
+        prefill.push_back(r["prefill_tokens_per_s"].get<double>());
+        decode.push_back(r["decode_tokens_per_s"].get<double>());
+        ttft.push_back(r["time_to_first_token_s"].get<double>());
+        prefill_s.push_back(r["prefill_s"].get<double>());
+    }
+    const auto sp = bench::spread(prefill), sd = bench::spread(decode), st = bench::spread(ttft),
+               sps = bench::spread(prefill_s);
+    return {{"name", "prompt " + std::to_string(prompt_n) + " tokens, generate " + std::to_string(o.gen_tokens)},
+            {"prompt_tokens_stated", prompt_n},
+            {"gen_tokens_stated", o.gen_tokens},
+            {"measured_runs", sp.n},
+            {"warmup_runs_excluded", o.warmup},
+            {"sampling", "greedy (temperature 0), end-of-generation ignored so every run generates the stated count"},
+            {"prefill tokens/s", bench::spread_text(sp)},
+            {"decode tokens/s (first to last token)", bench::spread_text(sd)},
+            {"time to first token s", bench::spread_text(st, 4)},
+            {"spread",
+             {{"prefill_tokens_per_s", bench::spread_json(sp)},
+              {"decode_tokens_per_s", bench::spread_json(sd)},
+              {"time_to_first_token_s", bench::spread_json(st)},
+              {"prefill_s", bench::spread_json(sps)}}},
+            {"runs", runs}};
+}
+
+int run(const Options& o) {
+    strata::model m(o.model);
+    std::optional<strata::pipeline> pipe;
+    std::optional<strata::session> session;
+    report_sections::Deployment deployment;
+    if (!o.pipeline.workers.empty()) {
+        strata::pipeline_params p = o.pipeline;
+        p.n_ctx = o.n_ctx;
+        p.n_threads = o.threads;
+        pipe.emplace(m, p);
+        session.emplace(pipe->session());
+        deployment = report_sections::pipeline_deployment(m, pipe->plan_json());
+    } else {
+        strata::session_params sp;
+        sp.n_ctx = o.n_ctx;
+        sp.n_threads = o.threads;
+        session.emplace(m, sp);
+        deployment = report_sections::local_deployment(m, session->n_ctx(), "f16");
+    }
+    strata::sampling_params greedy;
+    greedy.temperature = 0;
+    session->set_sampling(greedy);
+
+    strata::reports::memory_sampler sampler(o.cadence_ms);
+    sampler.start();
+    json benchmarks = json::array();
+    for (int64_t prompt_n : o.prompt_tokens) {
+        const auto prompt = bench::filler_tokens(m, size_t(prompt_n), true);
+        json runs = json::array();
+        for (int i = 0; i < o.warmup + o.repeat; ++i) {
+            const bool warm = i < o.warmup;
+            const std::string label = warm ? "warm-up " + std::to_string(i + 1) : "repeat " + std::to_string(i - o.warmup + 1);
+            const auto r = bench::run_once(*session, prompt, o.gen_tokens, &sampler);
+            runs.push_back(bench::run_json(r, "prompt " + std::to_string(prompt_n) + ", " + label, warm));
+            std::fprintf(stderr, "  prompt %lld, %-10s prefill %8.1f tok/s  decode %8.1f tok/s  (%lld + %lld tokens)\n",
+                         (long long)prompt_n, label.c_str(), runs.back()["prefill_tokens_per_s"].get<double>(),
+                         runs.back()["decode_tokens_per_s"].get<double>(), (long long)r.prompt_tokens,
+                         (long long)r.output_tokens);
+        }
+        benchmarks.push_back(length_element(o, prompt_n, runs));
+    }
+    std::optional<bench::ProbeResult> probe;
+    if (o.probe_tokens > 0) {
+        probe = bench::context_probe(m, *session, o.probe_tokens, o.probe_depths, session->n_ctx(), &sampler);
+        std::fprintf(stderr, "  context probe: %s\n", probe->element["result"].get<std::string>().c_str());
+        benchmarks.push_back(probe->element);
+    }
+    sampler.stop();
+    if (pipe)
+        benchmarks.push_back({{"name", "pipeline link counters"},
+                              {"source", "strata_pipeline_stats_json after every run above"},
+                              {"stats", json::parse(pipe->stats_json())}});
+
+    // Only a probe that completed and recalled every fact verifies an input length.
+    if (probe && probe->verified) deployment.deployment["largest_verified_input_tokens"] = o.probe_tokens;
+    json sections = report_sections::base_sections(m, "strata-bench", deployment);
+    sections["memory"].push_back(json::parse(sampler.json(pipe ? "head (this process)" : "this process")));
+    sections["benchmarks"] = benchmarks;
+    const std::string md = report_sections::write_report(sections, o.out);
+    for (const json& b : benchmarks)
+        if (b.contains("prefill tokens/s"))
+            std::printf("%s: prefill tok/s %s; decode tok/s %s\n", b["name"].get<std::string>().c_str(),
+                        b["prefill tokens/s"].get<std::string>().c_str(),
+                        b["decode tokens/s (first to last token)"].get<std::string>().c_str());
+    if (probe) std::printf("context probe: %s\n", probe->element["result"].get<std::string>().c_str());
+    std::fprintf(stderr, "report: %s and %s\n", o.out.c_str(), md.c_str());
+    return 0;
+}
+
+}  // namespace
+
+int run_model_bench(int argc, char** argv) {
+    Options o;
+    try {
+        o = parse_args(argc, argv);
+    } catch (const UsageError& e) {
+        std::cerr << "strata-bench: " << e.what() << "\n" << kUsage;
+        return 2;
+    }
+    try {
+        return run(o);
+    } catch (const strata::error& e) {
+        std::cerr << "strata-bench: " << e.status_name() << ": " << e.what() << "\n";
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "strata-bench: " << e.what() << "\n";
+        return 1;
+    }
+}
