@@ -95,6 +95,18 @@ class Session(OwnedHandle):
                 self.close()
                 raise
 
+    @classmethod
+    def _adopt(cls, handle: int, model: Model, owner: Any = None) -> "Session":
+        """A Session over an existing strata_session handle (e.g. strata_pipeline_session's),
+        freed when the Session closes; ``owner`` (the pipeline) is kept alive with it."""
+        s = cls.__new__(cls)
+        s._h = handle
+        s._model = model
+        s._owner = owner
+        s._n_vocab = None
+        model._sessions.add(s)
+        return s
+
     def close(self) -> None:
         """Free the session (idempotent). If its model was already freed (only possible when both
         were collected together in a reference cycle), the handle is dropped without a call:
@@ -232,6 +244,19 @@ class Session(OwnedHandle):
         t = ctypes.c_int32()
         check(_lib.fn("strata_session_sample")(self._handle(), ctypes.byref(t)))
         return t.value
+
+    def sample_top(self, n: int) -> tuple[int, list[tuple[int, float]]]:
+        """sample(), and the ``n`` (at most 64) most likely tokens under the raw logits
+        (log-softmax, temperature 1, no penalty), descending, as (token, logprob) pairs. On a
+        pipeline only these pairs travel, never the logits."""
+        n = int(n)
+        if n < 0:
+            raise ValueError(f"n must be non-negative, got {n}")
+        tok = ctypes.c_int32()
+        toks = (ctypes.c_int32 * max(1, n))()
+        lps = (ctypes.c_float * max(1, n))()
+        check(_lib.fn("strata_session_sample_top")(self._handle(), ctypes.byref(tok), n, toks, lps))
+        return tok.value, [(int(toks[i]), float(lps[i])) for i in range(n)]
 
     # --- generation ---------------------------------------------------------------------------
     def generate(self, prompt: Union[str, bytes], max_tokens: int = 128, stop: Optional[Sequence[str]] = None,
