@@ -32,20 +32,44 @@ Result<T> expect(Result<Message> m, const char* name) {
                                                     std::to_string(unsigned(message_type(m.value()))));
 }
 
-Status check_identity(const Hello& mine, const Hello& theirs) {
-    auto range = [](const Hello& h) {
-        return "[" + std::to_string(h.layer_begin) + ", " + std::to_string(h.layer_end) + ")";
-    };
+// Always first: a peer of another protocol version or model is refused whatever the policy.
+Status check_version_and_model(const Hello& mine, const Hello& theirs) {
     if (theirs.protocol_version != mine.protocol_version)
         return make_error(Errc::unsupported_version, "peer speaks protocol version " +
                                                          std::to_string(theirs.protocol_version));
     if (theirs.model_id != mine.model_id) return make_error(Errc::identity_mismatch, "model identity differs");
+    return Ok{};
+}
+
+// The default policy: the dialer must ask for exactly this stage's layers, KV type and context.
+Status check_layout(const Hello& mine, const Hello& theirs) {
+    auto range = [](const Hello& h) {
+        return "[" + std::to_string(h.layer_begin) + ", " + std::to_string(h.layer_end) + ")";
+    };
     if (theirs.layer_begin != mine.layer_begin || theirs.layer_end != mine.layer_end)
         return make_error(Errc::identity_mismatch, "peer asks for layers " + range(theirs) + ", this stage holds " +
                                                        range(mine));
     if (theirs.kv_type != mine.kv_type || theirs.context_length != mine.context_length)
         return make_error(Errc::identity_mismatch, "KV cache type or context length differs");
     return Ok{};
+}
+
+// The acceptor's decision and its reply (before the nonce is filled in).
+Result<Hello> decide(const HandshakeConfig& config, const Hello& dialer) {
+    if (auto st = check_version_and_model(config.local, dialer); !st) return st.error();
+    if (!config.accept_policy) {
+        if (auto st = check_layout(config.local, dialer); !st) return st.error();
+        return config.local;
+    }
+    Hello reply = config.local;
+    if (auto st = config.accept_policy(dialer, reply); !st) return st.error();
+    reply.protocol_version = config.local.protocol_version;
+    reply.model_id = config.local.model_id;
+    if (reply.layer_begin > reply.layer_end)
+        return make_error(Errc::invalid_argument, "accept policy answered a reversed layer range [" +
+                                                      std::to_string(reply.layer_begin) + ", " +
+                                                      std::to_string(reply.layer_end) + ")");
+    return reply;
 }
 
 }  // namespace
@@ -99,14 +123,15 @@ Task<Result<Hello>> accept_handshake(Connection& conn, HandshakeConfig config) {
     Result<Message> first = co_await receive(conn, config.timeout);
     auto hello = expect<Hello>(std::move(first), "hello");
     if (!hello) co_return hello.error();
-    Status same = check_identity(config.local, hello.value());
-    if (!same) {
-        const Error e = same.error();
+    Result<Hello> decision = decide(config, hello.value());
+    if (!decision) {
+        const Error e = decision.error();
         co_await report_error(conn, e);
         co_return e;
     }
     auto nonce = fresh_nonce();
     if (!nonce) co_return nonce.error();
+    config.local = decision.value();
     config.local.nonce = nonce.value();
     const Message ack = HelloAck{config.local};
     Status sent = co_await send(conn, ack, config.timeout);

@@ -25,14 +25,14 @@ std::string hex(const Digest& d) {
 
 }  // namespace
 
-TEST_CASE("HMAC-SHA256 matches RFC 4231 test case 2") {
+TEST_CASE("transport: HMAC-SHA256 matches RFC 4231 test case 2") {
     const std::string key = "Jefe", data = "what do ya want for nothing?";
     auto mac = hmac_sha256(bytes_of(key), bytes_of(data));
     REQUIRE(mac.ok());
     CHECK(hex(mac.value()) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 }
 
-TEST_CASE("the right key answers a challenge; a wrong key, a wrong nonce or a reflected role fail") {
+TEST_CASE("transport: the right key answers a challenge; a wrong key, a wrong nonce or a reflected role fail") {
     const std::string key = "pre-shared key", wrong = "pre-shared kez";
     auto nonce = fresh_nonce();
     REQUIRE(nonce.ok());
@@ -54,7 +54,7 @@ TEST_CASE("the right key answers a challenge; a wrong key, a wrong nonce or a re
     CHECK_FALSE(verify_auth(bytes_of(key), Role::acceptor, other, mac.value()).ok());
 }
 
-TEST_CASE("fresh nonces differ") {
+TEST_CASE("transport: fresh nonces differ") {
     auto a = fresh_nonce(), b = fresh_nonce();
     REQUIRE(a.ok());
     REQUIRE(b.ok());

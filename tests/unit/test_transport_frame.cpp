@@ -29,7 +29,7 @@ void put_le(std::vector<uint8_t>& wire, size_t at, uint64_t v, int n) {
 
 }  // namespace
 
-TEST_CASE("CRC32C of \"123456789\" is the published check value 0xE3069283") {
+TEST_CASE("transport: CRC32C of \"123456789\" is the published check value 0xE3069283") {
     const std::string s = "123456789";
     const std::span<const uint8_t> b(reinterpret_cast<const uint8_t*>(s.data()), s.size());
     CHECK(crc32c(b) == 0xE3069283u);
@@ -38,7 +38,7 @@ TEST_CASE("CRC32C of \"123456789\" is the published check value 0xE3069283") {
     CHECK(crc32c(b.subspan(4), crc32c(b.subspan(0, 4))) == 0xE3069283u);
 }
 
-TEST_CASE("an encoded frame has the 24-byte little-endian header documented in PROTOCOL.md") {
+TEST_CASE("transport: an encoded frame has the 24-byte little-endian header documented in PROTOCOL.md") {
     const std::vector<uint8_t> payload{1, 2, 3};
     auto wire = encode_frame(MessageType::token, payload);
     REQUIRE(wire.size() == kHeaderSize + 3);
@@ -54,11 +54,11 @@ TEST_CASE("an encoded frame has the 24-byte little-endian header documented in P
     CHECK(uint32_t(wire[20] | wire[21] << 8 | wire[22] << 16 | uint32_t(wire[23]) << 24) == crc);
 }
 
-TEST_CASE("random payloads of every message type survive encode and decode unchanged") {
+TEST_CASE("transport: random payloads of every message type survive encode and decode unchanged") {
     const uint64_t seed = strata::test::test_seed();
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
-    for (uint16_t t = 1; t <= 9; ++t) {
+    for (uint16_t t = 1; t <= uint16_t(MessageType::done); ++t) {
         for (size_t len : {size_t(0), size_t(1), size_t(23), size_t(24), size_t(4096), size_t(rng() % 70000)}) {
             CAPTURE(t);
             CAPTURE(len);
@@ -74,7 +74,7 @@ TEST_CASE("random payloads of every message type survive encode and decode uncha
     }
 }
 
-TEST_CASE("frames fed one byte at a time come out whole, one after another") {
+TEST_CASE("transport: frames fed one byte at a time come out whole, one after another") {
     const uint64_t seed = strata::test::test_seed();
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
@@ -99,7 +99,7 @@ TEST_CASE("frames fed one byte at a time come out whole, one after another") {
     for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].payload == payloads[i]);
 }
 
-TEST_CASE("two frames in one buffer are returned by two calls, the second from the remaining bytes") {
+TEST_CASE("transport: two frames in one buffer are returned by two calls, the second from the remaining bytes") {
     auto a = encode_frame(MessageType::heartbeat, {});
     auto b = encode_frame(MessageType::bye, {});
     a.insert(a.end(), b.begin(), b.end());
@@ -117,7 +117,7 @@ TEST_CASE("two frames in one buffer are returned by two calls, the second from t
     CHECK(in.empty());
 }
 
-TEST_CASE("each corruption of a frame yields its own specific error") {
+TEST_CASE("transport: each corruption of a frame yields its own specific error") {
     const std::vector<uint8_t> payload{9, 8, 7, 6};
     auto wire = encode_frame(MessageType::token, payload);
     auto expect_error = [](const std::vector<uint8_t>& w, Errc code) {
@@ -141,7 +141,7 @@ TEST_CASE("each corruption of a frame yields its own specific error") {
     SUBCASE("unknown message type") {
         put_le(wire, 6, 0, 2);
         expect_error(wire, Errc::unknown_type);
-        put_le(wire, 6, 10, 2);
+        put_le(wire, 6, 19, 2);  // one past `done`
         expect_error(wire, Errc::unknown_type);
     }
     SUBCASE("checksum mismatch") {
@@ -159,7 +159,7 @@ TEST_CASE("each corruption of a frame yields its own specific error") {
     SUBCASE("empty input") { expect_error({}, Errc::truncated); }
 }
 
-TEST_CASE("a length above the maximum is refused from the header alone, before any payload arrives") {
+TEST_CASE("transport: a length above the maximum is refused from the header alone, before any payload arrives") {
     auto wire = encode_frame(MessageType::tensor, {});
     SUBCASE("the largest u64") { put_le(wire, 12, ~uint64_t(0), 8); }
     SUBCASE("one byte over the default maximum") { put_le(wire, 12, kDefaultMaxPayload + 1, 8); }
@@ -170,7 +170,7 @@ TEST_CASE("a length above the maximum is refused from the header alone, before a
     CHECK(r.error().code == Errc::oversized_length);
 }
 
-TEST_CASE("a configured maximum is enforced exactly: at the limit accepted, one over refused") {
+TEST_CASE("transport: a configured maximum is enforced exactly: at the limit accepted, one over refused") {
     std::vector<uint8_t> payload(100, 0xAB);
     auto wire = encode_frame(MessageType::tensor, payload);
     CHECK(decode_frame(wire, 100).ok());
@@ -179,7 +179,7 @@ TEST_CASE("a configured maximum is enforced exactly: at the limit accepted, one 
     CHECK(over.error().code == Errc::oversized_length);
 }
 
-TEST_CASE("a decoder that failed keeps failing: the stream has lost its framing") {
+TEST_CASE("transport: a decoder that failed keeps failing: the stream has lost its framing") {
     auto wire = encode_frame(MessageType::bye, {});
     wire[0] = 0;
     FrameDecoder dec;
@@ -189,7 +189,7 @@ TEST_CASE("a decoder that failed keeps failing: the stream has lost its framing"
     CHECK(dec.finish().error().code == Errc::bad_magic);
 }
 
-TEST_CASE("every error code has a distinct name") {
+TEST_CASE("transport: every error code has a distinct name") {
     std::set<std::string> names;
     for (int c = int(Errc::bad_magic); c <= int(kLastErrc); ++c) names.insert(to_string(Errc(c)));
     CHECK(names.size() == size_t(int(kLastErrc)));

@@ -39,7 +39,7 @@ Errc decode_error(MessageType type, std::vector<uint8_t> payload) {
 
 }  // namespace
 
-TEST_CASE("every message type with random fields survives a round trip through the wire") {
+TEST_CASE("transport: every message type with random fields survives a round trip through the wire") {
     const uint64_t seed = strata::test::test_seed();
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
@@ -85,7 +85,7 @@ TEST_CASE("every message type with random fields survives a round trip through t
     CHECK(std::holds_alternative<Bye>(round_trip(Bye{})));
 }
 
-TEST_CASE("a tensor whose dimensions do not match its bytes is refused on both sides") {
+TEST_CASE("transport: a tensor whose dimensions do not match its bytes is refused on both sides") {
     Tensor t{DType::f16, {2, 3}, std::vector<uint8_t>(11)};
     auto f = to_frame(t);
     REQUIRE_FALSE(f.ok());
@@ -103,7 +103,7 @@ TEST_CASE("a tensor whose dimensions do not match its bytes is refused on both s
     CHECK(from_frame(Frame{MessageType::tensor, p}).ok());
 }
 
-TEST_CASE("tensor headers with overflowing dimensions, bad rank or unknown dtype are malformed") {
+TEST_CASE("transport: tensor headers with overflowing dimensions, bad rank or unknown dtype are malformed") {
     auto tensor_payload = [](uint16_t dtype, uint16_t ndim, std::vector<uint64_t> dims) {
         std::vector<uint8_t> p;
         ByteWriter w(p);
@@ -132,7 +132,7 @@ TEST_CASE("tensor headers with overflowing dimensions, bad rank or unknown dtype
     SUBCASE("payload shorter than the prefix") { CHECK(decode_error(MessageType::tensor, {1}) == Errc::malformed_payload); }
 }
 
-TEST_CASE("fixed-size messages of the wrong size are malformed") {
+TEST_CASE("transport: fixed-size messages of the wrong size are malformed") {
     CHECK(decode_error(MessageType::hello, std::vector<uint8_t>(83)) == Errc::malformed_payload);
     CHECK(decode_error(MessageType::hello_ack, std::vector<uint8_t>(85)) == Errc::malformed_payload);
     CHECK(decode_error(MessageType::auth_challenge, std::vector<uint8_t>(31)) == Errc::malformed_payload);
@@ -143,7 +143,7 @@ TEST_CASE("fixed-size messages of the wrong size are malformed") {
     CHECK(decode_error(MessageType::error, std::vector<uint8_t>(3)) == Errc::malformed_payload);
 }
 
-TEST_CASE("a hello with a reversed layer range or a nonzero reserved field is malformed") {
+TEST_CASE("transport: a hello with a reversed layer range or a nonzero reserved field is malformed") {
     Hello h;
     h.layer_begin = 5;
     h.layer_end = 4;
@@ -159,7 +159,7 @@ TEST_CASE("a hello with a reversed layer range or a nonzero reserved field is ma
     CHECK(decode_error(MessageType::hello, reserved.payload) == Errc::malformed_payload);
 }
 
-TEST_CASE("error messages must be UTF-8 and at most 4096 bytes") {
+TEST_CASE("transport: error messages must be UTF-8 and at most 4096 bytes") {
     CHECK(is_valid_utf8("plain ascii"));
     CHECK(is_valid_utf8("\xE2\x89\xA0 \xF0\x9F\x98\x80"));
     CHECK_FALSE(is_valid_utf8("\xC0\xAF"));          // overlong '/'

@@ -106,7 +106,7 @@ HandshakeOutcome handshake(Loopback& net, HandshakeConfig dial, HandshakeConfig 
 
 }  // namespace
 
-TEST_CASE("peers with the same key and identity shake hands and then carry a tensor frame") {
+TEST_CASE("transport: peers with the same key and identity shake hands and then carry a tensor frame") {
     const uint64_t seed = strata::test::test_seed();
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
@@ -130,7 +130,7 @@ TEST_CASE("peers with the same key and identity shake hands and then carry a ten
     CHECK(std::get<Tensor>(m.value()) == t);
 }
 
-TEST_CASE("a wrong pre-shared key is refused with auth_failed on both sides") {
+TEST_CASE("transport: a wrong pre-shared key is refused with auth_failed on both sides") {
     Loopback net;
     auto out = handshake(net, config("key one"), config("key two"));
     REQUIRE_FALSE(out.dialer->ok());
@@ -139,7 +139,7 @@ TEST_CASE("a wrong pre-shared key is refused with auth_failed on both sides") {
     CHECK(out.acceptor->error().code == Errc::auth_failed);
 }
 
-TEST_CASE("an acceptor refuses a dialer for another model or layer range with identity_mismatch on both sides") {
+TEST_CASE("transport: an acceptor refuses a dialer for another model or layer range with identity_mismatch on both sides") {
     Loopback net;
     HandshakeConfig dial = config("k", 0x42);
     SUBCASE("model identity") { dial = config("k", 0x43); }
@@ -152,7 +152,7 @@ TEST_CASE("an acceptor refuses a dialer for another model or layer range with id
     CHECK(out.acceptor->error().code == Errc::identity_mismatch);
 }
 
-TEST_CASE("a silent peer is detected by a 200 ms receive deadline within 200 to 700 ms, and the link stays usable") {
+TEST_CASE("transport: a silent peer is detected by a 200 ms receive deadline within 200 to 700 ms, and the link stays usable") {
     Loopback net;
     std::optional<Result<Frame>> got;
     const auto start = std::chrono::steady_clock::now();
@@ -171,7 +171,7 @@ TEST_CASE("a silent peer is detected by a 200 ms receive deadline within 200 to 
     CHECK(got->value().type == MessageType::heartbeat);
 }
 
-TEST_CASE("a peer that closes cleanly gives closed; one that closes mid-frame gives truncated") {
+TEST_CASE("transport: a peer that closes cleanly gives closed; one that closes mid-frame gives truncated") {
     Loopback net(/*raw=*/true);
     std::optional<Result<Frame>> got;
     SUBCASE("clean close") {
@@ -190,7 +190,7 @@ TEST_CASE("a peer that closes cleanly gives closed; one that closes mid-frame gi
     }
 }
 
-TEST_CASE("garbage on the wire is reported as bad_magic and closes the connection") {
+TEST_CASE("transport: garbage on the wire is reported as bad_magic and closes the connection") {
     Loopback net(/*raw=*/true);
     const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     asio::write(net.raw_client, asio::buffer(junk));
@@ -206,6 +206,77 @@ TEST_CASE("garbage on the wire is reported as bad_magic and closes the connectio
     REQUIRE_FALSE(got->ok());
     CHECK(got->error().code == Errc::bad_magic);
     REQUIRE_FALSE(again->ok());
+}
+
+TEST_CASE("transport: an accept policy replaces the layout comparison and fills the reply") {
+    Loopback net;
+    HandshakeConfig dial = config("k");
+    dial.local.layer_begin = 30;  // asks for layers the acceptor's `local` does not hold
+    dial.local.layer_end = 61;
+    dial.local.context_length = 4096;
+    HandshakeConfig accept = config("k");
+    accept.local.layer_begin = 0;
+    accept.local.layer_end = 0;
+    int calls = 0;
+    accept.accept_policy = [&](const Hello& dialer, Hello& reply) -> Status {
+        ++calls;
+        reply.layer_begin = dialer.layer_begin;
+        reply.layer_end = dialer.layer_end;
+        reply.context_length = dialer.context_length;
+        reply.model_id.fill(0x99);  // not the policy's to change: restored
+        return Ok{};
+    };
+    auto out = handshake(net, dial, accept);
+    REQUIRE(out.dialer->ok());
+    REQUIRE(out.acceptor->ok());
+    CHECK(calls == 1);
+    CHECK(out.dialer->value().layer_begin == 30);
+    CHECK(out.dialer->value().layer_end == 61);
+    CHECK(out.dialer->value().context_length == 4096);
+    CHECK(out.dialer->value().model_id == dial.local.model_id);
+    CHECK(out.acceptor->value().layer_end == 61);
+}
+
+TEST_CASE("transport: an accept policy's refusal reaches the dialer; version and model are compared first") {
+    Loopback net;
+    HandshakeConfig dial = config("k");
+    HandshakeConfig accept = config("k");
+    int calls = 0;
+    accept.accept_policy = [&](const Hello& dialer, Hello&) -> Status {
+        ++calls;
+        return make_error(Errc::identity_mismatch, "layers [" + std::to_string(dialer.layer_begin) + ", " +
+                                                       std::to_string(dialer.layer_end) + ") exceed the budget");
+    };
+    SUBCASE("the policy refuses") {
+        auto out = handshake(net, dial, accept);
+        REQUIRE_FALSE(out.dialer->ok());
+        REQUIRE_FALSE(out.acceptor->ok());
+        CHECK(calls == 1);
+        CHECK(out.dialer->error().code == Errc::identity_mismatch);
+        CHECK(out.dialer->error().detail.find("layers [10, 20) exceed the budget") != std::string::npos);
+        CHECK(out.acceptor->error().code == Errc::identity_mismatch);
+    }
+    SUBCASE("another model never reaches the policy") {
+        dial = config("k", 0x01);
+        auto out = handshake(net, dial, accept);
+        REQUIRE_FALSE(out.dialer->ok());
+        CHECK(calls == 0);
+        CHECK(out.dialer->error().code == Errc::identity_mismatch);
+        CHECK(out.dialer->error().detail.find("model identity") != std::string::npos);
+    }
+    SUBCASE("a reply with a reversed range is refused, not sent") {
+        accept.accept_policy = [&](const Hello&, Hello& reply) -> Status {
+            ++calls;
+            reply.layer_begin = 5;
+            reply.layer_end = 4;
+            return Ok{};
+        };
+        auto out = handshake(net, dial, accept);
+        REQUIRE_FALSE(out.dialer->ok());
+        REQUIRE_FALSE(out.acceptor->ok());
+        CHECK(out.acceptor->error().code == Errc::invalid_argument);
+        CHECK(out.dialer->error().code == Errc::invalid_argument);
+    }
 }
 
 #endif  // STRATA_TRANSPORT_HAS_TCP

@@ -143,11 +143,11 @@ TEST_CASE("transport: 8 concurrent senders x 50 frames arrive whole and in order
     const uint64_t seed = strata::test::test_seed();
     CAPTURE(seed);
     MESSAGE("seed ", seed);
-    TcpOptions options;
-    // A small send buffer: writes go out in many partial pieces. (Not a small receive buffer:
-    // one below loopback's 64 KiB MSS stalls TCP itself on the persist timer.)
-    options.send_buffer = 4096;
-    Pair p(false, options);
+    // Default buffers: frames up to 200 KB still go out in partial writes, which the receive
+    // deadlines below interrupt. (A send buffer near loopback's 64 KiB MSS would make the
+    // transfer wait on delayed ACKs; a receive buffer below it stalls on the persist timer.)
+    // Without the send lock this test fails: frames interleave and the receiver loses framing.
+    Pair p;
     constexpr int kSenders = 8, kFrames = 50;
 
     // Frame k of sender s: [s][k as u32][bytes from a generator seeded by (seed, s, k)].
@@ -170,7 +170,7 @@ TEST_CASE("transport: 8 concurrent senders x 50 frames arrive whole and in order
             for (int k = 0; k < kFrames; ++k) {
                 const Frame f{MessageType::tensor, payload(s, k)};
                 expected_wire += kHeaderSize + f.payload.size();
-                Status st = co_await p.client->send_frame(f, Timeout{10000});
+                Status st = co_await p.client->send_frame(f, Timeout{30000});
                 if (!st) failures.push_back(st);
             }
             ++senders_done;
@@ -192,7 +192,7 @@ TEST_CASE("transport: 8 concurrent senders x 50 frames arrive whole and in order
     std::optional<Error> receive_error;
     tasks.push_back([&]() -> Task<void> {
         while (received < kSenders * kFrames) {
-            Result<Frame> r = co_await p.server->receive_frame(Timeout{10000});
+            Result<Frame> r = co_await p.server->receive_frame(Timeout{30000});
             if (!r) {
                 receive_error = r.error();
                 co_return;
@@ -220,11 +220,11 @@ TEST_CASE("transport: 8 concurrent senders x 50 frames arrive whole and in order
 }
 
 TEST_CASE("transport: a send whose deadline passes while earlier frames go out sends nothing and keeps the link") {
-    TcpOptions options;
-    options.send_buffer = 4096;
-    Pair p(false, options);
-    // 16 MiB that nobody reads for a while: the first send blocks on a full socket buffer.
-    const Frame big{MessageType::tensor, std::vector<uint8_t>(16u << 20, 0x5A)};
+    Pair p;
+    // 32 MiB that nobody reads for a while: more than the kernel's largest send and receive
+    // buffers together, so the first send blocks. (Default buffers: a tiny send buffer would
+    // make the transfer wait on delayed ACKs once the reader starts.)
+    const Frame big{MessageType::tensor, std::vector<uint8_t>(32u << 20, 0x5A)};
     const Frame small{MessageType::heartbeat, {}};
     std::optional<Status> big_sent, small_sent;
     std::optional<Result<Frame>> first, second;
