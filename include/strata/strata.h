@@ -616,7 +616,9 @@ STRATA_API strata_status strata_report_eval_compare(const char* report_a, size_t
  * "limits": {"cpu_seconds", "address_space_bytes", "file_size_bytes", "max_processes",
  * "wall_seconds", "output_cap_bytes"} (optional, each member optional)}. Writes the result:
  * limits, outcome, exit code or signal, timed_out, the limits hit, times, output. What the child
- * does is a result (STRATA_OK); only a malformed request is an error. */
+ * does is a result (STRATA_OK); only a malformed request is an error. The command is not run
+ * twice for the needed-size protocol: a result that did not fit is kept for the calling thread,
+ * and the next call with the same request text returns it without running the command. */
 STRATA_API strata_status strata_report_sandbox_run(const char* request_json, size_t length, char* buffer,
                                                    size_t capacity, size_t* out_needed);
 
@@ -644,7 +646,9 @@ STRATA_API strata_status strata_memory_sampler_set_context(strata_memory_sampler
 /* Takes a last sample and stops the thread (a no-op when not running). */
 STRATA_API strata_status strata_memory_sampler_stop(strata_memory_sampler* sampler);
 /* The memory section element: node name, cadence, method, every sample, and the summary that
- * keeps the sampled peak (largest sample) apart from the kernel's high-water mark. */
+ * keeps the sampled peak (largest sample) apart from the kernel's high-water mark. While the
+ * sampler runs, a snapshot that did not fit the buffer is kept and returned by the next call for
+ * the same node, so that the needed-size protocol works on a growing record. */
 STRATA_API strata_status strata_memory_sampler_json(const strata_memory_sampler* sampler, const char* node,
                                                     char* buffer, size_t capacity, size_t* out_needed);
 

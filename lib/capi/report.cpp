@@ -30,6 +30,8 @@
 struct strata_memory_sampler {
     explicit strata_memory_sampler(std::chrono::milliseconds cadence) : sampler(cadence) {}
     strata::report::MemorySampler sampler;
+    // strata_memory_sampler_json's snapshot that did not fit the caller's buffer (see there).
+    mutable std::string pending, pending_node;
 };
 
 namespace {
@@ -303,8 +305,22 @@ strata_status strata_report_sandbox_run(const char* request_json, size_t length,
                 fail(Status::invalid_argument, "request.files: '" + file.name + "' is not a plain file name");
             files.push_back(std::move(file));
         }
-    const auto result = report::run_sandboxed(argv, limits_from(request), files);
-    out(report::sandbox_result_json(result), buffer, capacity, out_needed, "the sandbox result");
+    // Running the command is not repeatable: a result that did not fit is kept for this thread and
+    // handed out by the next call with the same request instead of running it again.
+    thread_local std::string pending_request, pending_result;
+    std::string result;
+    if (!pending_request.empty() && pending_request == std::string_view(request_json, length)) {
+        result = std::move(pending_result);
+        pending_request.clear();
+        pending_result.clear();
+    } else {
+        result = report::sandbox_result_json(report::run_sandboxed(argv, limits_from(request), files));
+    }
+    if (capacity < result.size() + 1) {
+        pending_request.assign(request_json, length);
+        pending_result = result;
+    }
+    out(result, buffer, capacity, out_needed, "the sandbox result");
     STRATA_API_END
 }
 
@@ -361,8 +377,21 @@ strata_status strata_memory_sampler_json(const strata_memory_sampler* sampler, c
                                          size_t capacity, size_t* out_needed) {
     STRATA_API_BEGIN
     const auto& s = require(sampler, "sampler")->sampler;
-    const std::string text = report::memory_record_json(require(node, "node"), s.samples(), double(s.cadence().count()));
-    out(dump(parse(text, "memory record")), buffer, capacity, out_needed, "the memory record");
+    require(node, "node");
+    // A running sampler adds samples between a size query and the call that fetches: the snapshot
+    // that did not fit is kept and handed out by the next call for the same node.
+    std::string text;
+    if (!sampler->pending.empty() && sampler->pending_node == node) {
+        text = std::move(sampler->pending);
+        sampler->pending.clear();
+    } else {
+        text = dump(parse(report::memory_record_json(node, s.samples(), double(s.cadence().count())), "memory record"));
+    }
+    if (capacity < text.size() + 1) {
+        sampler->pending = text;
+        sampler->pending_node = node;
+    }
+    out(text, buffer, capacity, out_needed, "the memory record");
     STRATA_API_END
 }
 

@@ -50,3 +50,8 @@ def status_string(status: int) -> str:
 def library_path() -> str:
     """The path the loaded library was opened from."""
     return _lib.lib()._name
+
+
+# The Reports section of strata.h: strata.report.validate(...), strata.report.MemorySampler, ...
+from . import report  # noqa: E402
+__all__.append("report")

@@ -408,3 +408,27 @@ def check(status: int) -> None:
     """Raise StrataError with strata_last_error()'s message when status is not 0."""
     if status != 0:
         raise StrataError(status, last_error())
+
+
+# The Reports section of strata.h (JSON text in and out): appended functions, declared when present.
+REPORT_PROTOTYPES = {
+    "strata_report_schema_version": (ctypes.c_char_p, []),
+    "strata_report_artifact_json": (c_status, [_vp, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_report_runtime_json": (c_status, [_vp, ctypes.c_size_t, c_size_p]),
+    "strata_report_assemble": (c_status, [_vp, ctypes.c_size_t, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_report_validate": (c_status, [_vp, ctypes.c_size_t, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_report_markdown": (c_status, [_vp, ctypes.c_size_t, ctypes.c_char_p, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_report_eval_score": (c_status, [_vp, ctypes.c_size_t, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_report_eval_compare": (c_status, [_vp, ctypes.c_size_t, _vp, ctypes.c_size_t, ctypes.c_size_t,
+                                              ctypes.c_size_t, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_report_sandbox_run": (c_status, [_vp, ctypes.c_size_t, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_report_plot": (c_status, [_vp, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p, _vp,
+                                      ctypes.c_size_t, c_size_p]),
+    "strata_memory_sampler_create": (c_status, [ctypes.c_int32, c_voidp_p]),
+    "strata_memory_sampler_free": (None, [_vp]),
+    "strata_memory_sampler_start": (c_status, [_vp]),
+    "strata_memory_sampler_set_context": (c_status, [_vp, ctypes.c_int64]),
+    "strata_memory_sampler_stop": (c_status, [_vp]),
+    "strata_memory_sampler_json": (c_status, [_vp, ctypes.c_char_p, _vp, ctypes.c_size_t, c_size_p]),
+}
+OPTIONAL_PROTOTYPES.update(REPORT_PROTOTYPES)
