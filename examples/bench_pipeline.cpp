@@ -1,0 +1,739 @@
+// strata-bench pipeline: one model run as one local session (1 stage) and as a pipeline of N stages
+// (this process as the head, N-1 strata-worker processes on loopback, started and stopped here).
+//
+//   strata-bench pipeline --model SHARD [SHARD...] [--stages 3] [--prompt-tokens N] [--gen-tokens N]
+//                         [--repeat N] [--threads-per-stage N] [--n-batch N] [--layers A:B,C:D,...]
+//                         [--worker-binary PATH] [-o REPORT.json]
+//
+// Measures, each repetition from a reset sequence with the same synthetic prompt and greedy
+// sampling: prefill and decode tokens per second of both; for the pipeline the per-hop round-trip
+// latency and the bytes on the wire per generated token (both from strata_pipeline_stats_json), and
+// the prefill overlap: the pipeline's prefill time against the sum of the stages' own compute for
+// the same work (the local session running the same micro-batches one after another, with the
+// threads of one stage; and the stages' own compute times when the stats report them). Reports
+// min/median/max over the repetitions with every sample kept; writes REPORT.json and REPORT.md and
+// prints the table. Uses only strata.h / strata.hpp.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "strata/strata.hpp"
+
+extern char** environ;
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+const char* kUsage =
+    "usage: strata-bench pipeline --model SHARD [SHARD...] [--stages 3] [--prompt-tokens 128]\n"
+    "                             [--gen-tokens 64] [--repeat 3] [--threads-per-stage 1] [--n-batch 32]\n"
+    "                             [--layers A:B,C:D,...] [--ctx N] [--worker-binary PATH] [-o REPORT.json]\n"
+    "Runs the model as one local session and as a pipeline of --stages stages (this process as the\n"
+    "head, --stages - 1 strata-worker processes on 127.0.0.1, started here: by default the\n"
+    "strata-worker next to strata-bench). Reports prefill and decode tok/s of both (min/median/max\n"
+    "over --repeat runs), per-hop latency and bytes on the wire per token, and the prefill overlap.\n"
+    "-o writes REPORT.json and REPORT.md (same name, .md); the table is printed either way.\n";
+
+struct Options {
+    std::vector<std::string> model;
+    int stages = 3;
+    int prompt_tokens = 128;
+    int gen_tokens = 64;
+    int repeat = 3;
+    int threads = 1;
+    int n_batch = 32;
+    int64_t n_ctx = 0;  // 0: prompt + gen + 8
+    std::string layers;
+    std::string worker_binary;
+    std::string out;
+    int heartbeat_ms = 1000;
+    int peer_timeout_ms = 30000;
+    std::vector<std::string> argv;
+};
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+int parse_int(const std::string& flag, const std::string& text, int min) {
+    try {
+        size_t used = 0;
+        const long long v = std::stoll(text, &used);
+        if (used != text.size() || v < min || v > (1LL << 30)) throw std::invalid_argument(text);
+        return int(v);
+    } catch (const std::exception&) {
+        throw UsageError(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
+    }
+}
+
+Options parse_args(int argc, char** argv) {
+    Options o;
+    o.argv.assign(argv, argv + argc);
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() {
+            if (i + 1 >= argc) throw UsageError(a + " needs a value");
+            return std::string(argv[++i]);
+        };
+        if (a == "--model" || a == "-m") {
+            while (i + 1 < argc && argv[i + 1][0] != '-') o.model.push_back(argv[++i]);
+            if (o.model.empty()) throw UsageError("--model needs at least one shard");
+        } else if (a == "--stages") o.stages = parse_int(a, value(), 2);
+        else if (a == "--prompt-tokens") o.prompt_tokens = parse_int(a, value(), 2);
+        else if (a == "--gen-tokens") o.gen_tokens = parse_int(a, value(), 1);
+        else if (a == "--repeat") o.repeat = parse_int(a, value(), 1);
+        else if (a == "--threads-per-stage") o.threads = parse_int(a, value(), 1);
+        else if (a == "--n-batch") o.n_batch = parse_int(a, value(), 1);
+        else if (a == "--ctx") o.n_ctx = parse_int(a, value(), 1);
+        else if (a == "--layers") o.layers = value();
+        else if (a == "--worker-binary") o.worker_binary = value();
+        else if (a == "-o" || a == "--output") o.out = value();
+        else if (a == "--heartbeat-ms") o.heartbeat_ms = parse_int(a, value(), 1);
+        else if (a == "--peer-timeout-ms") o.peer_timeout_ms = parse_int(a, value(), 1);
+        else if (a == "-h" || a == "--help") {
+            std::cout << kUsage;
+            std::exit(0);
+        } else throw UsageError("unknown argument " + a);
+    }
+    if (o.model.empty()) throw UsageError("--model SHARD is required");
+    if (o.n_ctx == 0) o.n_ctx = int64_t(o.prompt_tokens) + o.gen_tokens + 8;
+    if (o.n_ctx < int64_t(o.prompt_tokens) + o.gen_tokens + 1)
+        throw UsageError("--ctx " + std::to_string(o.n_ctx) + " cannot hold the prompt and the generated tokens");
+    return o;
+}
+
+std::string self_dir() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string(".") : exe.parent_path().string();
+}
+
+std::string read_first_line(const char* path, const std::string& prefix = "") {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line))
+        if (prefix.empty() || line.rfind(prefix, 0) == 0) return prefix.empty() ? line : line.substr(line.find(':') + 2);
+    return "unknown";
+}
+
+std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+// --- worker processes -----------------------------------------------------------------------------
+
+class WorkerProcess {
+public:
+    WorkerProcess(const std::string& binary, const Options& o, const std::string& log_path) : log_path_(log_path) {
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+        std::vector<std::string> args = {binary, "--listen", "127.0.0.1:0", "--threads", std::to_string(o.threads),
+                                         "--heartbeat-ms", std::to_string(o.heartbeat_ms), "--peer-timeout-ms",
+                                         std::to_string(o.peer_timeout_ms), "--model"};
+        args.insert(args.end(), o.model.begin(), o.model.end());
+        std::vector<char*> argv;
+        for (auto& a : args) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+        posix_spawn_file_actions_addopen(&fa, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        const int rc = posix_spawn(&pid_, binary.c_str(), &fa, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&fa);
+        close(fds[1]);
+        if (rc != 0) {
+            close(fds[0]);
+            pid_ = -1;
+            throw std::runtime_error("cannot start " + binary + ": " + std::strerror(rc));
+        }
+        out_fd_ = fds[0];
+        address_ = wait_listening(120);
+        // Keep draining stdout so that the worker never blocks on a full pipe.
+        drain_ = std::thread([fd = out_fd_] {
+            char buf[4096];
+            while (read(fd, buf, sizeof buf) > 0) {
+            }
+        });
+    }
+    WorkerProcess(const WorkerProcess&) = delete;
+    WorkerProcess& operator=(const WorkerProcess&) = delete;
+    ~WorkerProcess() { stop(); }
+
+    const std::string& address() const { return address_; }
+    const std::string& log_path() const { return log_path_; }
+
+    void stop() {
+        if (pid_ > 0) {
+            kill(pid_, SIGTERM);
+            int status = 0;
+            bool reaped = false;
+            for (int i = 0; i < 100 && !reaped; ++i) {
+                if (waitpid(pid_, &status, WNOHANG) == pid_) reaped = true;
+                else std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            }
+            if (!reaped) {
+                kill(pid_, SIGKILL);
+                waitpid(pid_, &status, 0);
+            }
+            pid_ = -1;
+        }
+        if (drain_.joinable()) drain_.join();
+        if (out_fd_ >= 0) {
+            close(out_fd_);
+            out_fd_ = -1;
+        }
+    }
+
+private:
+    std::string wait_listening(int timeout_s) {
+        std::string buffered;
+        const auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+        for (;;) {
+            const size_t nl = buffered.find('\n');
+            if (nl != std::string::npos) {
+                const std::string line = buffered.substr(0, nl);
+                buffered.erase(0, nl + 1);
+                const size_t at = line.find("listening on ");
+                if (at != std::string::npos) {
+                    std::string addr = line.substr(at + 13);
+                    while (!addr.empty() && std::isspace(static_cast<unsigned char>(addr.back()))) addr.pop_back();
+                    return addr;
+                }
+                continue;
+            }
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+            if (left <= 0) throw std::runtime_error("strata-worker printed no 'listening on' line within " +
+                                                    std::to_string(timeout_s) + " s (log: " + log_path_ + ")");
+            pollfd p{out_fd_, POLLIN, 0};
+            if (poll(&p, 1, int(std::min<long long>(left, 1000))) <= 0) continue;
+            char buf[512];
+            const ssize_t n = read(out_fd_, buf, sizeof buf);
+            if (n <= 0) throw std::runtime_error("strata-worker exited before listening (log: " + log_path_ + ")");
+            buffered.append(buf, size_t(n));
+        }
+    }
+
+    pid_t pid_ = -1;
+    int out_fd_ = -1;
+    std::string address_, log_path_;
+    std::thread drain_;
+};
+
+// --- measurements ---------------------------------------------------------------------------------
+
+struct Run {
+    double prefill_s = 0, decode_s = 0;
+    std::vector<int32_t> tokens;
+};
+
+void check(strata_status s) {
+    if (s != STRATA_OK) throw strata::error(s, strata_last_error());
+}
+
+// Prefill `prompt` (in chunks of `chunk` tokens, or at once when chunk is 0) from an empty sequence,
+// then `gen` greedy steps (sample, decode the token).
+Run run_sequence(strata_session* s, const std::vector<int32_t>& prompt, int gen, int chunk) {
+    Run r;
+    check(strata_session_reset(s));
+    const auto t0 = Clock::now();
+    if (chunk <= 0) check(strata_session_decode(s, prompt.data(), prompt.size(), 0));
+    else
+        for (size_t i = 0; i < prompt.size(); i += size_t(chunk))
+            check(strata_session_decode(s, prompt.data() + i, std::min(prompt.size() - i, size_t(chunk)), 0));
+    const auto t1 = Clock::now();
+    for (int i = 0; i < gen; ++i) {
+        int32_t t = 0;
+        check(strata_session_sample(s, &t));
+        check(strata_session_decode(s, &t, 1, 0));
+        r.tokens.push_back(t);
+    }
+    const auto t2 = Clock::now();
+    r.prefill_s = std::chrono::duration<double>(t1 - t0).count();
+    r.decode_s = std::chrono::duration<double>(t2 - t1).count();
+    return r;
+}
+
+void set_greedy(strata_session* s) {
+    strata_sampling_params p;
+    strata_sampling_default_params(&p);
+    p.temperature = 0;
+    check(strata_session_set_sampling(s, &p));
+}
+
+json summary(std::vector<double> v) {
+    json j;
+    j["samples"] = v;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    j["min"] = n ? v.front() : 0.0;
+    j["median"] = n ? (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2])) : 0.0;
+    j["max"] = n ? v.back() : 0.0;
+    return j;
+}
+
+// Seconds and the derived rate (tokens / seconds) of each repetition, summarised.
+json phase(const std::vector<Run>& runs, bool prefill, int64_t tokens) {
+    std::vector<double> secs, rates;
+    for (const auto& r : runs) {
+        const double s = prefill ? r.prefill_s : r.decode_s;
+        secs.push_back(s);
+        rates.push_back(s > 0 ? double(tokens) / s : 0.0);
+    }
+    json j;
+    j["tokens"] = tokens;
+    j["seconds"] = summary(secs);
+    j["tokens_per_second"] = summary(rates);
+    return j;
+}
+
+std::string text_of(strata_status (*fn)(const strata_pipeline*, char*, size_t, size_t*), const strata_pipeline* p) {
+    size_t needed = 0;
+    strata_status s = fn(p, nullptr, 0, &needed);
+    if (s != STRATA_ERR_BUFFER_TOO_SMALL) check(s);
+    std::string text(needed, '\0');
+    check(fn(p, text.data(), text.size(), &needed));
+    text.resize(needed ? needed - 1 : 0);
+    return text;
+}
+
+json parse_or_text(const std::string& text) {
+    try {
+        return json::parse(text);
+    } catch (const std::exception&) {
+        return json(text);
+    }
+}
+
+std::string lower(std::string s) {
+    for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// Bytes moved, summed over every link: every number whose key names bytes sent or received.
+double wire_bytes(const json& j, const std::string& key = "") {
+    double sum = 0;
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) sum += wire_bytes(it.value(), lower(it.key()));
+    } else if (j.is_array()) {
+        for (const auto& v : j) sum += wire_bytes(v, key);
+    } else if (j.is_number()) {
+        const bool bytes = key.find("bytes") != std::string::npos;
+        const bool dir = key.find("sent") != std::string::npos || key.find("received") != std::string::npos ||
+                         key.find("recv") != std::string::npos || key.find("_tx") != std::string::npos ||
+                         key.find("_rx") != std::string::npos || key.find("_in") != std::string::npos ||
+                         key.find("_out") != std::string::npos;
+        if (bytes && dir) sum += j.get<double>();
+    }
+    return sum;
+}
+
+// Latency summaries (objects with a mean, under a key naming latency or round trips), with where
+// they were found.
+void latencies(const json& j, const std::string& path, bool under_latency, json& out) {
+    if (j.is_object()) {
+        const bool has_mean = j.contains("mean") || j.contains("mean_us");
+        if (has_mean && under_latency) {
+            json e;
+            e["where"] = path;
+            for (const char* k : {"count", "mean", "mean_us", "min", "min_us", "max", "max_us"})
+                if (j.contains(k)) e[k] = j[k];
+            out.push_back(e);
+            return;
+        }
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            const std::string k = lower(it.key());
+            const bool lat = under_latency || k.find("latency") != std::string::npos ||
+                             k.find("rtt") != std::string::npos || k.find("round") != std::string::npos;
+            latencies(it.value(), path + "/" + it.key(), lat, out);
+        }
+    } else if (j.is_array()) {
+        for (size_t i = 0; i < j.size(); ++i) latencies(j[i], path + "/" + std::to_string(i), under_latency, out);
+    }
+}
+
+// Compute-time counters in the stats (keys naming compute with a time unit), with where they are:
+// recorded beside the overlap figures, never summed into them (they may cover only some stages).
+void compute_counters(const json& j, const std::string& path, json& out) {
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            const std::string k = lower(it.key());
+            const json& v = it.value();
+            if (v.is_number() && k.find("compute") != std::string::npos) {
+                double scale = 0;
+                if (k.ends_with("_us")) scale = 1e-6;
+                else if (k.ends_with("_ms")) scale = 1e-3;
+                else if (k.ends_with("_ns")) scale = 1e-9;
+                else if (k.ends_with("_s") || k.ends_with("seconds")) scale = 1;
+                if (scale > 0) out.push_back({{"where", path + "/" + it.key()}, {"seconds", v.get<double>() * scale}});
+            } else {
+                compute_counters(v, path + "/" + it.key(), out);
+            }
+        }
+    } else if (j.is_array()) {
+        for (size_t i = 0; i < j.size(); ++i) compute_counters(j[i], path + "/" + std::to_string(i), out);
+    }
+}
+
+// b - a for every number present in both at the same place (objects by key, arrays by index).
+json numeric_delta(const json& b, const json& a) {
+    if (b.is_object() && a.is_object()) {
+        json out = json::object();
+        for (auto it = b.begin(); it != b.end(); ++it)
+            if (a.contains(it.key())) out[it.key()] = numeric_delta(it.value(), a[it.key()]);
+        return out;
+    }
+    if (b.is_array() && a.is_array()) {
+        json out = json::array();
+        for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) out.push_back(numeric_delta(b[i], a[i]));
+        return out;
+    }
+    if (b.is_number() && a.is_number()) return b.get<double>() - a.get<double>();
+    return b;
+}
+
+std::string fmt(double v, int prec = 1) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*f", prec, v);
+    return b;
+}
+
+std::string mmm(const json& s, int prec = 1) {
+    return fmt(s["min"].get<double>(), prec) + " / " + fmt(s["median"].get<double>(), prec) + " / " +
+           fmt(s["max"].get<double>(), prec);
+}
+
+std::string markdown(const json& r) {
+    std::ostringstream md;
+    const auto& L = r["local"];
+    const auto& P = r["pipeline"];
+    md << "# strata-bench pipeline\n\n";
+    md << "- model: `" << r["model"]["paths"][0].get<std::string>() << "` (" << r["model"]["architecture"].get<std::string>()
+       << ", " << r["model"]["n_layer"] << " layers, identity `" << r["model"]["identity"].get<std::string>().substr(0, 16)
+       << "…`)\n";
+    md << "- command: `" << r["command"].get<std::string>() << "`\n";
+    md << "- machine: " << r["machine"]["cpu"].get<std::string>() << ", " << r["machine"]["hardware_threads"]
+       << " hardware threads, load " << r["machine"]["loadavg_before"].get<std::string>() << " before / "
+       << r["machine"]["loadavg_after"].get<std::string>() << " after\n";
+    md << "- stages: " << P["stages"] << " (layers " << P["layers"].get<std::string>() << "), "
+       << r["config"]["threads_per_stage"] << " thread(s) per stage, n_batch " << r["config"]["n_batch"] << ", "
+       << r["config"]["repeat"] << " repetitions; greedy tokens identical: "
+       << (r["tokens_identical"].get<bool>() ? "yes" : "NO") << "\n\n";
+    md << "| figure (min / median / max) | 1 stage (local session) | " << P["stages"] << " stages |\n";
+    md << "|---|---|---|\n";
+    md << "| prefill tok/s (" << L["prefill"]["tokens"] << " tokens) | " << mmm(L["prefill"]["tokens_per_second"])
+       << " | " << mmm(P["prefill"]["tokens_per_second"]) << " |\n";
+    md << "| decode tok/s (" << L["decode"]["tokens"] << " tokens) | " << mmm(L["decode"]["tokens_per_second"])
+       << " | " << mmm(P["decode"]["tokens_per_second"]) << " |\n";
+    md << "| decode ms/token | " << mmm(L["decode"]["ms_per_token"], 2) << " | " << mmm(P["decode"]["ms_per_token"], 2)
+       << " |\n";
+    md << "| bytes on the wire per generated token | – | " << fmt(P["wire"]["bytes_per_generated_token"].get<double>(), 0)
+       << " |\n";
+    md << "| bytes on the wire per prompt token | – | " << fmt(P["wire"]["bytes_per_prompt_token"].get<double>(), 0)
+       << " |\n";
+    for (const auto& h : P["hop_latency"]) {
+        md << "| latency " << h["where"].get<std::string>() << " (µs, mean";
+        std::string vals = "";
+        for (const char* k : {"mean_us", "mean"})
+            if (h.contains(k)) vals = fmt(h[k].get<double>(), 0);
+        for (const char* k : {"min_us", "min"})
+            if (h.contains(k)) {
+                md << " / min";
+                vals += " / " + fmt(h[k].get<double>(), 0);
+                break;
+            }
+        for (const char* k : {"max_us", "max"})
+            if (h.contains(k)) {
+                md << " / max";
+                vals += " / " + fmt(h[k].get<double>(), 0);
+                break;
+            }
+        md << ") | – | " << vals << " |\n";
+    }
+    const auto& ov = r["prefill_overlap"];
+    md << "\nPrefill overlap: the pipeline prefilled in " << fmt(ov["pipeline_prefill_seconds"].get<double>(), 4)
+       << " s (median); the stages' own compute for the same micro-batches, run one after another by the local "
+          "session with one stage's threads, takes "
+       << fmt(ov["stages_compute_sum_seconds"].get<double>(), 4) << " s (median): ratio "
+       << fmt(ov["ratio"].get<double>(), 3) << " (below 1: the stages overlapped).";
+    if (ov.contains("reported_compute_counters"))
+        for (const auto& c : ov["reported_compute_counters"])
+            md << " Reported " << c["where"].get<std::string>() << ": " << fmt(c["seconds"].get<double>(), 4)
+               << " s over the last prefill.";
+    md << " The whole prompt in one local batch: " << fmt(ov["local_whole_prompt_seconds"].get<double>(), 4) << " s.\n";
+    if (!ov["note"].get<std::string>().empty()) md << "\n" << ov["note"].get<std::string>() << "\n";
+    return md.str();
+}
+
+}  // namespace
+
+int bench_pipeline_main(int argc, char** argv) {
+    Options o;
+    try {
+        o = parse_args(argc, argv);
+    } catch (const UsageError& e) {
+        std::cerr << "strata-bench pipeline: " << e.what() << "\n" << kUsage;
+        return 2;
+    }
+    std::string command = "strata-bench";
+    for (const auto& a : o.argv) command += " " + a;
+    const std::string worker_binary = o.worker_binary.empty() ? self_dir() + "/strata-worker" : o.worker_binary;
+    if (access(worker_binary.c_str(), X_OK) != 0) {
+        std::cerr << "strata-bench pipeline: no strata-worker at " << worker_binary << " (--worker-binary PATH)\n";
+        return 2;
+    }
+    std::vector<std::unique_ptr<WorkerProcess>> workers;
+    try {
+        json report;
+        report["tool"] = "strata-bench pipeline";
+        report["started_utc"] = utc_now();
+        report["command"] = command;
+        report["library_version"] = strata_version();
+        report["machine"] = {{"cpu", read_first_line("/proc/cpuinfo", "model name")},
+                             {"hardware_threads", std::thread::hardware_concurrency()},
+                             {"loadavg_before", read_first_line("/proc/loadavg")}};
+
+        strata::model m(o.model);
+        const std::string arch(m.get_string("general.architecture"));
+        const int n_layer = int(m.get_uint(arch + ".block_count"));
+        const auto vocab = m.vocab();
+        json model;
+        model["paths"] = o.model;
+        model["architecture"] = arch;
+        model["n_layer"] = n_layer;
+        model["n_vocab"] = vocab.n_vocab;
+        model["identity"] = m.identity();
+        json shards = json::array();
+        for (size_t i = 0; i < m.shard_count(); ++i) {
+            char hex[65];
+            check(strata_model_shard_sha256(m.get(), i, hex));
+            shards.push_back({{"path", m.shard(i).path}, {"bytes", m.shard(i).size}, {"sha256", hex}});
+        }
+        model["shards"] = shards;
+        report["model"] = model;
+        if (o.stages > n_layer) throw std::runtime_error("--stages " + std::to_string(o.stages) + " exceeds the " +
+                                                         std::to_string(n_layer) + " layers");
+
+        // A fixed synthetic prompt: BOS, then ids spread over the vocabulary.
+        std::vector<int32_t> prompt;
+        prompt.push_back(vocab.bos >= 0 ? vocab.bos : 1);
+        for (int i = 1; i < o.prompt_tokens; ++i) prompt.push_back(int32_t(3 + (int64_t(i) * 7919) % (vocab.n_vocab - 3)));
+        report["config"] = {{"stages", o.stages},        {"prompt_tokens", o.prompt_tokens},
+                            {"gen_tokens", o.gen_tokens}, {"repeat", o.repeat},
+                            {"threads_per_stage", o.threads}, {"n_batch", o.n_batch},
+                            {"n_ctx", o.n_ctx},          {"sampling", "greedy"},
+                            {"heartbeat_ms", o.heartbeat_ms}, {"peer_timeout_ms", o.peer_timeout_ms},
+                            {"worker_binary", worker_binary}};
+
+        // 1 stage: a local session with one stage's threads.
+        std::fprintf(stderr, "[bench] local session: %d repetitions\n", o.repeat);
+        std::vector<Run> local_runs, local_chunked;
+        {
+            strata::session_params sp;
+            sp.n_ctx = o.n_ctx;
+            sp.n_threads = o.threads;
+            strata::session s(m, sp);
+            set_greedy(s.get());
+            run_sequence(s.get(), prompt, std::min(o.gen_tokens, 4), 0);  // warm-up: page faults, threads
+            for (int i = 0; i < o.repeat; ++i) {
+                local_runs.push_back(run_sequence(s.get(), prompt, o.gen_tokens, 0));
+                local_chunked.push_back(run_sequence(s.get(), prompt, 0, o.n_batch));
+            }
+        }
+
+        // N stages: this process as the head, N-1 workers.
+        const std::string log_dir = o.out.empty() ? fs::temp_directory_path().string() : fs::path(o.out).parent_path().string();
+        std::vector<std::string> addresses;
+        json worker_logs = json::array();
+        for (int i = 1; i < o.stages; ++i) {
+            const std::string log = (fs::path(log_dir.empty() ? "." : log_dir) /
+                                     ("strata-bench-worker-" + std::to_string(getpid()) + "-" + std::to_string(i) + ".log"))
+                                        .string();
+            workers.push_back(std::make_unique<WorkerProcess>(worker_binary, o, log));
+            addresses.push_back(workers.back()->address());
+            worker_logs.push_back(log);
+            std::fprintf(stderr, "[bench] worker %d listening on %s (log %s)\n", i, addresses.back().c_str(), log.c_str());
+        }
+        std::vector<const char*> addr_c;
+        for (const auto& a : addresses) addr_c.push_back(a.c_str());
+        strata_pipeline_params pp;
+        strata_pipeline_default_params(&pp);
+        pp.workers = addr_c.data();
+        pp.n_workers = addr_c.size();
+        pp.layers = o.layers.empty() ? nullptr : o.layers.c_str();
+        pp.n_ctx = o.n_ctx;
+        pp.n_threads = o.threads;
+        pp.n_batch = o.n_batch;
+        pp.heartbeat_ms = o.heartbeat_ms;
+        pp.peer_timeout_ms = o.peer_timeout_ms;
+        pp.connect_timeout_ms = 30000;
+        strata_pipeline* pipe = nullptr;
+        check(strata_pipeline_create(m.get(), &pp, &pipe));
+        std::unique_ptr<strata_pipeline, void (*)(strata_pipeline*)> pipe_owner(pipe, strata_pipeline_free);
+        strata_session* ps = nullptr;
+        check(strata_pipeline_session(pipe, &ps));
+        std::unique_ptr<strata_session, void (*)(strata_session*)> ps_owner(ps, strata_session_free);
+        const json plan = parse_or_text(text_of(strata_pipeline_plan_json, pipe));
+        set_greedy(ps);
+        std::fprintf(stderr, "[bench] pipeline of %d stages: %d repetitions\n", o.stages, o.repeat);
+        run_sequence(ps, prompt, std::min(o.gen_tokens, 4), 0);  // warm-up
+        std::vector<Run> pipe_runs;
+        std::vector<double> bytes_gen, bytes_prompt;
+        json stats_last, prefill_stats_delta;
+        for (int i = 0; i < o.repeat; ++i) {
+            const json s0 = parse_or_text(text_of(strata_pipeline_stats_json, pipe));
+            check(strata_session_reset(ps));
+            Run r;
+            const auto t0 = Clock::now();
+            check(strata_session_decode(ps, prompt.data(), prompt.size(), 0));
+            const auto t1 = Clock::now();
+            const json s1 = parse_or_text(text_of(strata_pipeline_stats_json, pipe));
+            const auto t1b = Clock::now();
+            for (int k = 0; k < o.gen_tokens; ++k) {
+                int32_t t = 0;
+                check(strata_session_sample(ps, &t));
+                check(strata_session_decode(ps, &t, 1, 0));
+                r.tokens.push_back(t);
+            }
+            const auto t2 = Clock::now();
+            const json s2 = parse_or_text(text_of(strata_pipeline_stats_json, pipe));
+            r.prefill_s = std::chrono::duration<double>(t1 - t0).count();
+            r.decode_s = std::chrono::duration<double>(t2 - t1b).count();
+            pipe_runs.push_back(r);
+            bytes_prompt.push_back((wire_bytes(s1) - wire_bytes(s0)) / double(prompt.size()));
+            bytes_gen.push_back((wire_bytes(s2) - wire_bytes(s1)) / double(o.gen_tokens));
+            stats_last = s2;
+            prefill_stats_delta = numeric_delta(s1, s0);
+        }
+
+        auto add_ms = [&](json& ph, const std::vector<Run>& runs, int64_t n) {
+            std::vector<double> ms;
+            for (const auto& r : runs) ms.push_back(r.decode_s * 1e3 / double(n));
+            ph["ms_per_token"] = summary(ms);
+        };
+        json local;
+        local["prefill"] = phase(local_runs, true, o.prompt_tokens);
+        local["decode"] = phase(local_runs, false, o.gen_tokens);
+        add_ms(local["decode"], local_runs, o.gen_tokens);
+        local["prefill_in_micro_batches"] = phase(local_chunked, true, o.prompt_tokens);
+        report["local"] = local;
+
+        json pj;
+        pj["stages"] = o.stages;
+        pj["workers"] = addresses;
+        pj["worker_logs"] = worker_logs;
+        std::string layers_text = o.layers;
+        if (layers_text.empty()) {
+            layers_text = "planned";
+            try {
+                const json& st = plan.contains("stages") ? plan["stages"] : plan;
+                std::string t;
+                for (const auto& s : st) {
+                    if (s.contains("layer_begin") && s.contains("layer_end"))
+                        t += (t.empty() ? "" : ",") + std::to_string(s["layer_begin"].get<int>()) + ":" +
+                             std::to_string(s["layer_end"].get<int>());
+                    else if (s.contains("layers") && s["layers"].is_string())
+                        t += (t.empty() ? "" : ",") + s["layers"].get<std::string>();
+                    else if (s.contains("layers") && s["layers"].is_array() && s["layers"].size() == 2)
+                        t += (t.empty() ? "" : ",") + std::to_string(s["layers"][0].get<int>()) + ":" +
+                             std::to_string(s["layers"][1].get<int>());
+                }
+                if (!t.empty()) layers_text = t + " (planned)";
+            } catch (const std::exception&) {
+            }
+        }
+        pj["layers"] = layers_text;
+        pj["plan"] = plan;
+        pj["prefill"] = phase(pipe_runs, true, o.prompt_tokens);
+        pj["decode"] = phase(pipe_runs, false, o.gen_tokens);
+        add_ms(pj["decode"], pipe_runs, o.gen_tokens);
+        pj["wire"] = {{"method", "sum of the byte counters of every link in strata_pipeline_stats_json, read before "
+                                 "and after each phase, divided by the phase's tokens"},
+                      {"bytes_per_generated_token", summary(bytes_gen)["median"]},
+                      {"bytes_per_prompt_token", summary(bytes_prompt)["median"]},
+                      {"per_repetition_generated", bytes_gen},
+                      {"per_repetition_prompt", bytes_prompt}};
+        json hops = json::array();
+        latencies(stats_last, "", false, hops);
+        pj["hop_latency"] = hops;
+        pj["stats_at_end"] = stats_last;
+        report["pipeline"] = pj;
+
+        bool same = true;
+        for (const auto& r : pipe_runs) same = same && r.tokens == local_runs.front().tokens;
+        report["tokens_identical"] = same;
+
+        json ov;
+        const double pipe_prefill = pj["prefill"]["seconds"]["median"].get<double>();
+        const double chunked = report["local"]["prefill_in_micro_batches"]["seconds"]["median"].get<double>();
+        ov["pipeline_prefill_seconds"] = pipe_prefill;
+        ov["stages_compute_sum_seconds"] = chunked;
+        ov["stages_compute_method"] =
+            "the local session running the same micro-batches of n_batch tokens one after another with one "
+            "stage's threads: the work of every stage, serialized, without the network";
+        ov["ratio"] = chunked > 0 ? pipe_prefill / chunked : 0.0;
+        ov["local_whole_prompt_seconds"] = report["local"]["prefill"]["seconds"]["median"];
+        // Compute-time counters the stats report for the last repetition's prefill (read around it).
+        json counters = json::array();
+        compute_counters(prefill_stats_delta, "", counters);
+        if (!counters.empty()) {
+            ov["reported_compute_counters"] = counters;
+            ov["reported_compute_note"] =
+                "compute-time counters of strata_pipeline_stats_json, difference over the last repetition's prefill";
+        }
+        const unsigned hw = std::thread::hardware_concurrency();
+        ov["note"] = (hw > 0 && unsigned(o.stages * o.threads) > hw)
+                         ? "The stages need " + std::to_string(o.stages * o.threads) + " threads but the machine has " +
+                               std::to_string(hw) + " hardware threads: they cannot all compute at once."
+                         : std::string();
+        report["prefill_overlap"] = ov;
+        report["machine"]["loadavg_after"] = read_first_line("/proc/loadavg");
+        report["finished_utc"] = utc_now();
+
+        ps_owner.reset();
+        pipe_owner.reset();
+        for (auto& w : workers) w->stop();
+
+        const std::string md = markdown(report);
+        std::cout << md;
+        if (!o.out.empty()) {
+            std::ofstream(o.out) << report.dump(2) << "\n";
+            fs::path mdp(o.out);
+            mdp.replace_extension(".md");
+            std::ofstream(mdp) << md;
+            std::fprintf(stderr, "[bench] wrote %s and %s\n", o.out.c_str(), mdp.string().c_str());
+        }
+        return same ? 0 : 1;
+    } catch (const std::exception& e) {
+        std::cerr << "strata-bench pipeline: " << e.what() << "\n";
+        for (auto& w : workers) std::cerr << "  worker log: " << w->log_path() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,65 @@
+// strata-bench: benchmarks built on the public API only (strata.h / strata.hpp).
+//
+//   strata-bench pipeline --model SHARD [SHARD...] [options]   one local session against a pipeline
+//                                                              of local strata-worker processes
+//   strata-bench help [SUBCOMMAND]
+//
+// Each subcommand is a function `int NAME_main(int argc, char** argv)` receiving its own name as
+// argv[0] and the remaining arguments; it lives in its own bench_NAME.cpp. Add one by declaring
+// it below and listing it in kSubcommands.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+int bench_pipeline_main(int argc, char** argv);
+
+namespace {
+
+struct Subcommand {
+    const char* name;
+    int (*run)(int argc, char** argv);
+    const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"pipeline", bench_pipeline_main,
+     "decode/prefill tok/s with 1 stage (a local session) and N stages (local strata-worker processes),\n"
+     "              per-hop latency, bytes on the wire per token, prefill overlap"},
+};
+
+const Subcommand* find(const char* name) {
+    for (const auto& s : kSubcommands)
+        if (std::strcmp(s.name, name) == 0) return &s;
+    return nullptr;
+}
+
+void usage(FILE* out) {
+    std::fprintf(out, "usage: strata-bench SUBCOMMAND [ARGS...]   (strata-bench SUBCOMMAND --help for its options)\n");
+    for (const auto& s : kSubcommands) std::fprintf(out, "  %-10s  %s\n", s.name, s.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const std::string first = argv[1];
+    if (first == "-h" || first == "--help" || first == "help") {
+        if (first == "help" && argc >= 3) {
+            if (const Subcommand* s = find(argv[2])) {
+                char help[] = "--help";
+                char* args[] = {argv[2], help, nullptr};
+                return s->run(2, args);
+            }
+        }
+        usage(stdout);
+        return 0;
+    }
+    if (const Subcommand* s = find(argv[1])) return s->run(argc - 1, argv + 1);
+    // Not a subcommand: the place for a default mode (`strata-bench MODEL ...`) to take over.
+    std::fprintf(stderr, "strata-bench: unknown subcommand '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
