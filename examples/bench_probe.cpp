@@ -52,7 +52,9 @@ ProbeResult context_probe(strata::model& m, strata::session& s, int64_t n_tokens
         json run = {{"depth", depths[q]}, {"fact", kFacts[q].subject + " = " + kFacts[q].value}};
         const int64_t filler_n = n_tokens - int64_t(fact_total + question.size());
         if (filler_n < 1 + int64_t(n_facts)) {
-            run["error"] = "the input is too short for the planted facts and the question";
+            run["error"] = "an input of " + std::to_string(n_tokens) + " tokens is too short for the planted facts (" +
+                           std::to_string(fact_total) + " tokens) and the question (" + std::to_string(question.size()) +
+                           " tokens)";
             all_completed = all_recalled = false;
             runs.push_back(run);
             continue;
