@@ -2,6 +2,8 @@
 //
 //   strata-bench pipeline --model SHARD [SHARD...] [options]   one local session against a pipeline
 //                                                              of local strata-worker processes
+//   strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [--repeat N] [--prompt-tokens 512,4096]
+//                [--gen-tokens N] [--context-probe N] [--worker HOST:PORT ...]   the default mode
 //   strata-bench help [SUBCOMMAND]
 //
 // Each subcommand is a function `int NAME_main(int argc, char** argv)` receiving its own name as
@@ -12,6 +14,7 @@
 #include <string>
 
 int bench_pipeline_main(int argc, char** argv);
+int run_model_bench(int argc, char** argv);  // strata-bench MODEL ... (bench_model.cpp)
 
 namespace {
 
@@ -35,6 +38,7 @@ const Subcommand* find(const char* name) {
 
 void usage(FILE* out) {
     std::fprintf(out, "usage: strata-bench SUBCOMMAND [ARGS...]   (strata-bench SUBCOMMAND --help for its options)\n");
+    std::fprintf(out, "       strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [...]   (the default mode; MODEL --help)\n");
     for (const auto& s : kSubcommands) std::fprintf(out, "  %-10s  %s\n", s.name, s.summary);
 }
 
@@ -58,7 +62,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (const Subcommand* s = find(argv[1])) return s->run(argc - 1, argv + 1);
-    // Not a subcommand: the place for a default mode (`strata-bench MODEL ...`) to take over.
+    // Not a subcommand: the default mode, `strata-bench MODEL ...` (bench_model.cpp).
+    if (argv[1][0] != '-') return run_model_bench(argc, argv);
     std::fprintf(stderr, "strata-bench: unknown subcommand '%s'\n", argv[1]);
     usage(stderr);
     return 2;
