@@ -59,41 +59,6 @@ def _own_model(model: Union[Model, PathLike, Sequence[PathLike]]) -> tuple[Model
     return Model(model), True
 
 
-def _sample_top(session: Session, n: int) -> tuple[int, list[tuple[int, float]]]:
-    """strata_session_sample_top: samples the next token as sample() does, and also returns the
-    ``n`` (at most 64) most likely tokens under the raw logits (log-softmax, temperature 1, no
-    penalty), descending, as (token, logprob) pairs. On a pipeline only these pairs travel."""
-    n = int(n)
-    if n < 0:
-        raise ValueError(f"n must be non-negative, got {n}")
-    tok = ctypes.c_int32()
-    toks = (ctypes.c_int32 * max(1, n))()
-    lps = (ctypes.c_float * max(1, n))()
-    check(_lib.fn("strata_session_sample_top")(session._handle(), ctypes.byref(tok), n, toks, lps))
-    return tok.value, [(int(toks[i]), float(lps[i])) for i in range(n)]
-
-
-# Session.sample_top belongs in session.py; until it is there, the bindings provide it here so
-# that every Session (local or pipeline) has it.
-if not hasattr(Session, "sample_top"):
-    Session.sample_top = _sample_top  # type: ignore[attr-defined]
-
-
-def _adopt_session(handle: int, model: Model, owner: Any) -> Session:
-    """A strata.Session wrapping an existing strata_session handle (freed with
-    strata_session_free when the Session closes) that keeps ``owner`` alive."""
-    adopt = getattr(Session, "_adopt", None)
-    if adopt is not None:
-        return adopt(handle, model, owner)
-    s = Session.__new__(Session)
-    s._h = handle
-    s._model = model
-    s._owner = owner  # type: ignore[attr-defined]
-    s._n_vocab = None
-    model._sessions.add(s)
-    return s
-
-
 class Pipeline(OwnedHandle):
     """The head of a pipeline over ``workers`` ("HOST:PORT" each, in stage order).
 
@@ -216,7 +181,7 @@ class Pipeline(OwnedHandle):
             return self._session
         h = ctypes.c_void_p()
         check(_lib.fn("strata_pipeline_session")(self._handle(), ctypes.byref(h)))
-        self._session = _adopt_session(h.value, self._model, self)
+        self._session = Session._adopt(h.value, self._model, self)
         return self._session
 
     def reconnect(self) -> None:
@@ -301,6 +266,10 @@ class Worker(OwnedHandle):
         if self._h is None:
             raise ValueError("the worker is closed")
         return self._h
+
+    @property
+    def closed(self) -> bool:
+        return self._h is None
 
     @property
     def port(self) -> int:

@@ -1,0 +1,231 @@
+"""Pipelines give what one local session gives: the head runs in this pytest process through the
+bindings, the other stages are real strata-worker processes on loopback.
+
+Equality is exact: every stage runs the same per-row forward as a local session, so the logits
+are expected bit-identical (asserted as max |difference| <= 1e-6 over every prefill row and every
+decode step) and the greedy tokens equal. Prompts are longer than n_batch, so the prefill flows
+through the stages as several micro-batches (the last one partial)."""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+
+import strata
+from pipeline_util import (LOGITS_ATOL, MODEL_SPECS, WorkerPool, generated_tokens, greedy_trace, max_abs_diff,
+                           n_layers, pipeline_unsupported_reason, plan_ranges, write_test_model)
+
+N_CTX = 256
+HEARTBEAT_MS = 200
+PEER_TIMEOUT_MS = 3000
+N_STEPS = 12  # greedy decode steps compared after the prefill
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pipeline-models")
+    out = {name: write_test_model(d, name) for name in MODEL_SPECS}
+    with strata.Model(out["llama-f32"][0]) as m:
+        reason = pipeline_unsupported_reason(m)
+    if reason:
+        pytest.skip(reason)
+    return out
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    p = WorkerPool(tmp_path_factory.mktemp("pipeline-workers"), heartbeat_ms=HEARTBEAT_MS,
+                   peer_timeout_ms=PEER_TIMEOUT_MS)
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="module")
+def workers(models, pool):
+    """Two strata-worker processes per model (each takes any range), shared by the module."""
+    return {name: pool.spawn_n(paths, 2) for name, paths in models.items()}
+
+
+def _prompt(n_vocab: int, n: int, seed: int) -> list[int]:
+    rng = np.random.default_rng(seed)
+    return [1] + [int(t) for t in rng.integers(3, n_vocab, n - 1)]
+
+
+def _pipeline(m: strata.Model, ws, **kw) -> strata.Pipeline:
+    opts = dict(n_ctx=N_CTX, n_threads=1, heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS,
+                connect_timeout_ms=10000)
+    opts.update(kw)
+    return strata.Pipeline(m, workers=[w.address for w in ws], **opts)
+
+
+def _assert_same_trace(got, want, what: str) -> None:
+    g_pre, g_tok, g_rows = got
+    w_pre, w_tok, w_rows = want
+    assert g_pre.shape == w_pre.shape, f"{what}: prefill logits {g_pre.shape} vs local {w_pre.shape}"
+    d_pre = max_abs_diff(g_pre, w_pre)
+    assert d_pre <= LOGITS_ATOL, f"{what}: prefill logits differ from local by {d_pre}"
+    assert g_tok == w_tok, f"{what}: greedy tokens {g_tok} != local {w_tok}"
+    d_dec = max(max_abs_diff(a, b) for a, b in zip(g_rows, w_rows))
+    assert d_dec <= LOGITS_ATOL, f"{what}: decode logits differ from local by {d_dec}"
+    print(f"{what}: {g_pre.shape[0]} prefill rows + {len(g_rows)} decode steps, max |pipeline - local| "
+          f"prefill {d_pre:g}, decode {d_dec:g}; tokens equal")
+
+
+# (model, layers, n_batch, prompt length): even, uneven (1:1:n-2 and n-2:1:1) and planned splits.
+CASES = [
+    ("llama-f32", "0:2,2:4,4:6", 8, 37),
+    ("llama-f32", "0:1,1:2,2:6", 8, 37),
+    ("llama-f32", "0:4,4:5,5:6", 32, 70),
+    ("llama-f32", None, 8, 37),
+    ("llama-iq1_s-3shards", "0:1,1:2,2:5", 8, 37),
+    ("llama-iq1_s-3shards", None, 16, 50),
+    ("qwen3-q8_0", "0:1,1:3,3:4", 8, 37),
+    ("qwen3-q8_0", None, 8, 37),
+    ("qwen2-f16", "0:2,2:3,3:4", 8, 29),
+]
+
+
+@pytest.mark.parametrize("name,layers,n_batch,n_prompt", CASES,
+                         ids=[f"{c[0]}-{c[1] or 'planned'}-b{c[2]}-p{c[3]}" for c in CASES])
+def test_three_stage_pipeline_gives_the_local_logits_and_greedy_tokens(models, workers, name, layers, n_batch,
+                                                                       n_prompt):
+    paths = models[name]
+    with strata.Model(paths[0]) as m:
+        prompt = _prompt(m.vocab.n_vocab, n_prompt, 5)
+        with m.session(n_ctx=N_CTX, n_threads=1) as local:
+            want = greedy_trace(local, prompt, N_STEPS)
+        with _pipeline(m, workers[name], layers=layers, n_batch=n_batch) as p:
+            ranges = plan_ranges(p.plan())
+            n = n_layers(m)
+            assert len(ranges) == 3, ranges
+            assert ranges[0][0] == 0 and ranges[-1][1] == n, ranges
+            assert all(a < b for a, b in ranges), f"empty stage in {ranges}"
+            assert all(ranges[i][1] == ranges[i + 1][0] for i in range(2)), f"not contiguous: {ranges}"
+            if layers is not None:
+                assert ",".join(f"{a}:{b}" for a, b in ranges) == layers
+            s = p.session()
+            assert s.n_ctx == N_CTX and s.n_vocab == m.vocab.n_vocab
+            got = greedy_trace(s, prompt, N_STEPS)
+            assert s.n_past == n_prompt + N_STEPS
+            _assert_same_trace(got, want, f"{name} layers={layers or ranges}")
+            stats = p.stats()
+            assert stats, "empty stats"
+
+
+def test_sampling_with_temperature_and_seed_gives_the_local_tokens(models, workers):
+    name = "llama-iq1_s-3shards"
+    settings = dict(temperature=0.9, top_k=50, top_p=0.95, min_p=0.02, repeat_penalty=1.1, repeat_last_n=32,
+                    seed=123456789)
+    prompt = "Once upon a time, a pipeline of three stages said hello " * 2
+    with strata.Model(models[name][0]) as m:
+        with m.session(n_ctx=N_CTX, n_threads=1, **settings) as local:
+            want, want_info = generated_tokens(local, prompt, 40, stop_at_end_of_generation=False)
+            local.reset()
+            gen = local.generate(prompt, max_tokens=24, stop_at_end_of_generation=False)
+            list(gen)
+            want_py = gen.tokens
+        with _pipeline(m, workers[name], layers="0:1,1:3,3:5", n_batch=16) as p:
+            s = p.session()
+            s.set_sampling(**settings)
+            got, info = generated_tokens(s, prompt, 40, stop_at_end_of_generation=False)
+            assert info["n_prompt_tokens"] == want_info["n_prompt_tokens"] > 16
+            assert got == want, "strata_session_generate on the pipeline sampled other tokens than locally"
+            s.reset()
+            gen = s.generate(prompt, max_tokens=24, stop_at_end_of_generation=False)
+            list(gen)
+            assert gen.tokens == want_py, "decode + sample on the pipeline sampled other tokens than locally"
+            assert len(set(got)) > 3, f"temperature 0.9 should not give a constant sequence: {got}"
+
+
+def test_sample_top_gives_the_local_top_logprobs(models, workers):
+    name = "qwen3-q8_0"
+    with strata.Model(models[name][0]) as m:
+        prompt = _prompt(m.vocab.n_vocab, 40, 9)
+        settings = dict(temperature=0.7, seed=42)
+
+        def run(s):
+            s.set_sampling(**settings)
+            s.decode(prompt)
+            out = []
+            for _ in range(6):
+                t, top = s.sample_top(10)
+                out.append((t, top))
+                s.decode([t])
+            return out
+
+        with m.session(n_ctx=N_CTX, n_threads=1) as local:
+            want = run(local)
+            local.reset()
+            local.set_sampling(temperature=0.0)
+            local.decode(prompt)
+            raw = local.logits[0].astype(np.float64)
+        # The top list is the log-softmax of the raw logits, descending.
+        ls = raw - (np.max(raw) + np.log(np.sum(np.exp(raw - np.max(raw)))))
+        order = np.argsort(-ls, kind="stable")[:10]
+        assert [t for t, _ in want[0][1]] == [int(i) for i in order]
+        assert max(abs(lp - ls[t]) for t, lp in want[0][1]) < 1e-4
+        with _pipeline(m, workers[name], layers="0:2,2:3,3:4", n_batch=8) as p:
+            got = run(p.session())
+        for i, ((gt, gtop), (wt, wtop)) in enumerate(zip(got, want)):
+            assert gt == wt, f"step {i}: sampled {gt} != local {wt}"
+            assert [t for t, _ in gtop] == [t for t, _ in wtop], f"step {i}: top tokens differ"
+            d = max(abs(a - b) for (_, a), (_, b) in zip(gtop, wtop))
+            assert d <= LOGITS_ATOL, f"step {i}: top logprobs differ by {d}"
+
+
+def test_plan_and_stats_describe_the_stages_and_the_traffic(models, workers):
+    name = "llama-f32"
+    with strata.Model(models[name][0]) as m, _pipeline(m, workers[name], layers="0:2,2:4,4:6", n_batch=8) as p:
+        plan = p.plan()
+        text = p.plan_json()
+        for w in workers[name]:
+            assert str(w.port) in text, f"the plan does not name worker {w.address}: {text}"
+        s = p.session()
+        s.decode(_prompt(m.vocab.n_vocab, 20, 3))
+        s.sample()
+        stats_text = p.stats_json()
+        print("plan:", text)
+        print("stats:", stats_text)
+        assert plan_ranges(plan) == [(0, 2), (2, 4), (4, 6)]
+
+
+def test_python_worker_serves_a_stage_in_process(models, workers):
+    """strata.Worker (the bindings' strata_worker_*) as the middle stage, beside a strata-worker."""
+    name = "llama-f32"
+    lines: list[str] = []
+    with strata.Model(models[name][0]) as m:
+        prompt = _prompt(m.vocab.n_vocab, 30, 4)
+        with m.session(n_ctx=N_CTX, n_threads=1) as local:
+            want = greedy_trace(local, prompt, 6)
+        w = strata.Worker(m, listen="127.0.0.1:0", n_threads=1, heartbeat_ms=HEARTBEAT_MS,
+                          peer_timeout_ms=PEER_TIMEOUT_MS, log=lines.append)
+        try:
+            port = w.port
+            assert 0 < port < 65536
+            w.start()
+            addrs = [f"127.0.0.1:{port}", workers[name][1].address]
+            with strata.Pipeline(m, workers=addrs, layers="0:2,2:5,5:6", n_ctx=N_CTX, n_threads=1, n_batch=8,
+                                 heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS) as p:
+                got = greedy_trace(p.session(), prompt, 6)
+            _assert_same_trace(got, want, "in-process worker")
+        finally:
+            w.close()
+        assert w.closed
+    assert lines, "the log callback received nothing"
+
+
+def test_pipeline_arguments_are_checked_before_connecting(models):
+    with strata.Model(models["llama-f32"][0]) as m:
+        with pytest.raises(ValueError):
+            strata.Pipeline(m, workers=[])
+        for bad in ("0:2,2:4", "0:2,3:6,6:6", "0:3,2:4,4:6", "zero:2,2:4,4:6", "0:2,2:4,4:7", "0:2,2:2,2:6"):
+            with pytest.raises(strata.StrataError) as e:
+                strata.Pipeline(m, workers=["127.0.0.1:1", "127.0.0.1:2"], layers=bad, connect_timeout_ms=500)
+            assert e.value.status == strata.Status.INVALID_ARGUMENT, (bad, e.value)  # checked before dialing
+        with pytest.raises(strata.StrataError) as e:
+            strata.Pipeline(m, workers=["127.0.0.1:1"], connect_timeout_ms=500)  # nobody listens on port 1
+        assert e.value.status in (strata.Status.IO, strata.Status.STAGE_FAILED), e.value
+        assert "127.0.0.1:1" in e.value.message, e.value.message
+        with pytest.raises(strata.StrataError) as e:
+            strata.Pipeline(m, workers=["no-port-here"])
+        assert e.value.status == strata.Status.INVALID_ARGUMENT and "no-port-here" in e.value.message, e.value
