@@ -4,7 +4,9 @@
 //   asio::io_context io;
 //   auto listener = TcpListener::bind(io.get_executor(), {"127.0.0.1", 7001}, options);
 //   ... co_await listener.value().accept();                    // Result<unique_ptr<TcpConnection>>
-//   ... co_await tcp_dial(io.get_executor(), {"127.0.0.1", 7001}, options, Timeout{5000});
+//   const asio::any_io_executor ex = io.get_executor();
+//   const Endpoint to{"127.0.0.1", 7001};
+//   ... co_await tcp_dial(ex, to, options, Timeout{5000});     // named arguments only (GCC 12)
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>

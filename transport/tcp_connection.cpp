@@ -117,11 +117,11 @@ Task<Status> TcpConnection::send_parts(MessageType type, std::span<const std::sp
     std::vector<asio::const_buffer> buffers{asio::buffer(header)};
     for (auto part : parts)
         if (!part.empty()) buffers.push_back(asio::buffer(part.data(), part.size()));
-    Status st = co_await write_all(std::move(buffers), deadline, timeout);
+    Status st = co_await write_all(buffers, deadline, timeout);
     co_return st;
 }
 
-Task<Status> TcpConnection::write_all(std::vector<asio::const_buffer> buffers, Clock::time_point deadline,
+Task<Status> TcpConnection::write_all(const std::vector<asio::const_buffer>& buffers, Clock::time_point deadline,
                                       Timeout timeout) {
     const size_t total = asio::buffer_size(buffers);
     size_t written = 0;

@@ -2,7 +2,7 @@
 //
 // Several coroutines may send at once: frames go out whole, in call order (SendLock). One
 // coroutine at a time may receive. All of them must run on the socket's executor, from one
-// thread or a strand; bytes_sent(), bytes_received() and observed() may be read from any thread.
+// thread or a strand; bytes_sent() and bytes_received() may be read from any thread.
 #pragma once
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange unincluded
@@ -49,7 +49,7 @@ public:
 
 private:
     // Writes `buffers` whole before `deadline`, resuming after cancellations that were not its own.
-    Task<Status> write_all(std::vector<boost::asio::const_buffer> buffers, Clock::time_point deadline,
+    Task<Status> write_all(const std::vector<boost::asio::const_buffer>& buffers, Clock::time_point deadline,
                            Timeout timeout);
 
     // Shared so that a deadline handler can hold the socket it cancels.
