@@ -33,6 +33,10 @@ struct WorkerOptions {
     transport::Timeout peer_timeout{5000};  // a head silent this long is gone: its sequence is freed
     transport::Timeout handshake_timeout{5000};
     std::function<void(const std::string&)> log;  // one line per event; default: stderr with a timestamp
+    // The model identity digest (64 hex characters, as gguf::model_identity gives it) when the
+    // caller already has it (the C ABI's cached one; tests of in-memory models); "": computed
+    // from the shards at construction, shard digests cached in the default place.
+    std::string model_identity;
 };
 
 class Worker {

@@ -1,0 +1,237 @@
+// The worker's lifecycle (see worker.hpp): one io thread runs the listener and every
+// connection's coroutine (worker_connection.cpp); one compute thread runs the stages.
+#include "pipeline/worker.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "gguf/digest.hpp"
+#include "gguf/model_file.hpp"
+#include "model/hparams.hpp"
+#include "pipeline/worker_compute.hpp"
+#include "pipeline/worker_connection.hpp"
+#include "util/error.hpp"
+
+namespace strata::pipeline {
+namespace asio = boost::asio;
+using transport::Task;
+
+namespace {
+
+transport::Digest parse_identity(const std::string& hex) {
+    auto nibble = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    transport::Digest d{};
+    if (hex.size() != 2 * d.size())
+        fail(Status::invalid_argument, "model identity must be 64 hex characters, got " + std::to_string(hex.size()));
+    for (size_t i = 0; i < d.size(); ++i) {
+        const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) fail(Status::invalid_argument, "model identity holds a character that is not hex");
+        d[i] = uint8_t(hi << 4 | lo);
+    }
+    return d;
+}
+
+std::string computed_identity(const gguf::ModelFile& file) {
+    std::vector<std::string> digests;
+    for (const auto& shard : file.shards()) digests.push_back(gguf::sha256_file(shard.path));
+    return gguf::model_identity(file, digests);
+}
+
+std::string host_name() {
+    char buffer[256] = {};
+    if (gethostname(buffer, sizeof buffer - 1) != 0) return "unknown";
+    std::string name(buffer);
+    if (name.size() > transport::kMaxStageText) name.resize(transport::kMaxStageText);
+    return transport::is_valid_utf8(name) ? name : "unknown";
+}
+
+// "2026-11-29T22:55:08.123Z " (UTC, milliseconds).
+std::string timestamp() {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::tm utc{};
+    gmtime_r(&seconds, &utc);
+    char text[64];
+    std::snprintf(text, sizeof text, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ ", utc.tm_year + 1900, utc.tm_mon + 1,
+                  utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, int(ms));
+    return text;
+}
+
+}  // namespace
+
+struct Worker::Impl {
+    std::shared_ptr<const gguf::ModelFile> file;
+    WorkerOptions options;
+    std::mutex log_mutex;
+    // Declared in destruction order: the compute thread is joined, then the listener and the
+    // connections are closed, before the io_context they belong to goes.
+    asio::io_context io;
+    detail::ComputeThread compute{io};
+    std::optional<transport::TcpListener> listener;
+    detail::WorkerShared shared;
+    std::map<uint64_t, std::weak_ptr<detail::PeerConnection>> peers;  // io thread only
+    uint64_t next_peer = 0;
+    std::atomic<bool> stop_requested{false};
+
+    Impl(std::shared_ptr<const gguf::ModelFile> f, WorkerOptions o)
+        : file(std::move(f)), options(std::move(o)), shared{*file, options, {}, {}, 0, 0, compute, {}, false} {
+        const model::Hparams hp = model::read_hparams(*file);
+        const uint32_t begin = options.fixed_layer_begin, end = options.fixed_layer_end;
+        const bool any_range = begin == 0 && end == 0;
+        if (!any_range && !(begin >= 1 && begin < end && end <= uint64_t(hp.n_layer)))
+            fail(Status::invalid_argument,
+                 "fixed layer range [" + std::to_string(options.fixed_layer_begin) + ", " +
+                     std::to_string(options.fixed_layer_end) + ") must lie within [1, " + std::to_string(hp.n_layer) +
+                     "] (layer 0 runs on the head), or be [0, 0) for any range");
+        shared.model_id = parse_identity(options.model_identity.empty() ? computed_identity(*file)
+                                                                        : options.model_identity);
+        shared.n_embd = hp.n_embd;
+        shared.n_vocab = hp.n_vocab;
+        transport::StageInfo& info = shared.info;
+        info.available_memory = options.stage.memory_budget;  // 0: measured at every query
+        info.fixed_layer_begin = options.fixed_layer_begin;
+        info.fixed_layer_end = options.fixed_layer_end;
+        info.n_layers = uint32_t(hp.n_layer);
+        info.n_threads = options.stage.n_threads > 0 ? uint32_t(options.stage.n_threads)
+                                                     : std::max(1u, std::thread::hardware_concurrency());
+        info.backend = "cpu";
+        info.host = host_name();
+        shared.log = [this](const std::string& line) { log(line); };
+    }
+
+    void log(const std::string& line) {
+        std::lock_guard lock(log_mutex);
+        try {
+            if (options.log)
+                options.log(line);
+            else
+                std::fprintf(stderr, "%sstrata-worker: %s\n", timestamp().c_str(), line.c_str());
+        } catch (...) {
+            // A failing log sink must not take the worker down.
+        }
+    }
+
+    Task<void> serve(std::shared_ptr<detail::PeerConnection> peer, uint64_t id) {
+        auto serving = detail::serve_connection(shared, peer);
+        co_await std::move(serving);
+        peers.erase(id);
+    }
+
+    Task<void> accept_loop() {
+        for (;;) {
+            auto accepting = listener->accept();
+            transport::Result<std::unique_ptr<transport::TcpConnection>> accepted = co_await std::move(accepting);
+            if (stop_requested) co_return;
+            if (!accepted) {
+                // Out of descriptors or similar: say so and retry a little later instead of spinning.
+                log("accept failed: " + accepted.error().detail);
+                asio::steady_timer pause(io, std::chrono::milliseconds(100));
+                co_await pause.async_wait(asio::use_awaitable);
+                continue;
+            }
+            auto peer = std::make_shared<detail::PeerConnection>();
+            peer->conn = std::move(accepted.value());
+            peer->name = peer->conn->observed().remote;
+            const uint64_t id = next_peer++;
+            if (peer->name.empty()) peer->name = "head #" + std::to_string(id);
+            log("connection from " + peer->name);
+            peers[id] = peer;
+            asio::co_spawn(io, serve(peer, id), [this, peer, id](std::exception_ptr e) {
+                if (!e) return;
+                peers.erase(id);
+                peer->heartbeat_stop->store(true);
+                peer->conn->close();
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& x) {
+                    log("closing " + peer->name + ": internal error: " + x.what());
+                } catch (...) {
+                    log("closing " + peer->name + ": internal error");
+                }
+            });
+        }
+    }
+
+    // On the io thread: no new connections, every open one closed (their coroutines end).
+    void shut_down() {
+        shared.stopping = true;
+        if (listener) listener->close();
+        for (auto& [id, weak] : peers)
+            if (auto peer = weak.lock()) {
+                peer->heartbeat_stop->store(true);
+                peer->conn->close();
+            }
+    }
+};
+
+Worker::Worker(std::shared_ptr<const gguf::ModelFile> file, WorkerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(file), std::move(options))) {}
+
+Worker::~Worker() = default;
+
+void Worker::bind() {
+    Impl& w = *impl_;
+    if (w.listener) fail(Status::invalid_argument, "the worker is already bound");
+    const std::string where = w.options.listen.to_string();
+    auto bound = transport::TcpListener::bind(w.io.get_executor(), w.options.listen, w.options.tcp);
+    if (!bound) fail(Status::io, "cannot listen on " + where + ": " + bound.error().detail);
+    if (w.options.key.empty() && !w.options.allow_no_key && !bound.value().is_loopback()) {
+        bound.value().close();
+        fail(Status::invalid_argument, "refusing to serve " + where +
+                                           " without a key: anyone who reaches it could use this machine; give a "
+                                           "pre-shared key, listen on a loopback address, or allow no key explicitly");
+    }
+    w.listener.emplace(std::move(bound.value()));
+}
+
+uint16_t Worker::port() const { return impl_->listener ? impl_->listener->port() : 0; }
+
+void Worker::run() {
+    Impl& w = *impl_;
+    if (!w.listener) fail(Status::invalid_argument, "Worker::run: bind() first");
+    w.log("serving on port " + std::to_string(w.listener->port()) +
+          (w.options.fixed_layer_end > 0 ? ", layers [" + std::to_string(w.options.fixed_layer_begin) + ", " +
+                                               std::to_string(w.options.fixed_layer_end) + ")"
+                                         : ", any layer range") +
+          (w.options.key.empty() ? ", no key" : ", key required"));
+    asio::co_spawn(w.io, w.accept_loop(), [&w](std::exception_ptr e) {
+        if (!e) return;
+        try {
+            std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+            w.log(std::string("listener failed: ") + x.what());
+        } catch (...) {
+            w.log("listener failed");
+        }
+        w.shut_down();
+    });
+    w.io.run();
+    w.log("stopped");
+}
+
+void Worker::stop() {
+    Impl& w = *impl_;
+    w.stop_requested = true;
+    asio::post(w.io, [&w] { w.shut_down(); });
+}
+
+}  // namespace strata::pipeline
