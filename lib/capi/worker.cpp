@@ -1,0 +1,169 @@
+// strata_worker_*: serving a layer range of a model to pipeline heads (what strata-worker runs).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capi/guard.hpp"
+#include "capi/handles.hpp"
+
+#if STRATA_HAS_PIPELINE
+#include "pipeline/worker.hpp"
+#endif
+
+using strata::Status;
+using strata::fail;
+using strata::capi::require;
+
+struct strata_worker {
+#if STRATA_HAS_PIPELINE
+    std::unique_ptr<strata::pipeline::Worker> worker;
+#endif
+};
+
+namespace {
+
+#if STRATA_HAS_PIPELINE
+
+constexpr size_t kMaxKeyFileBytes = size_t(1) << 20;
+
+// The whole key file: a key is a secret of a few bytes to a few KiB, so an empty file (a
+// mistake that would silently mean "no key") and anything over 1 MiB are refused.
+std::vector<uint8_t> read_key_file(const char* path) {
+    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path, "rb"), std::fclose);
+    if (!f)
+        fail(errno == ENOENT ? Status::not_found : Status::io,
+             std::string("cannot open key file '") + path + "': " + std::strerror(errno));
+    std::vector<uint8_t> key(kMaxKeyFileBytes + 1);
+    const size_t n = std::fread(key.data(), 1, key.size(), f.get());
+    if (std::ferror(f.get())) fail(Status::io, std::string("cannot read key file '") + path + "'");
+    if (n == 0) fail(Status::invalid_argument, std::string("key file '") + path + "' is empty");
+    if (n > kMaxKeyFileBytes)
+        fail(Status::invalid_argument, std::string("key file '") + path + "' is larger than 1 MiB: not a key");
+    key.resize(n);
+    return key;
+}
+
+std::vector<uint8_t> key_of(const strata_worker_params& p) {
+    if (p.key_file) {
+        if (p.key) fail(Status::invalid_argument, "give key_file or key, not both");
+        return read_key_file(p.key_file);
+    }
+    if (!p.key && p.key_length > 0) fail(Status::invalid_argument, "key is NULL but key_length is not 0");
+    return p.key ? std::vector<uint8_t>(p.key, p.key + p.key_length) : std::vector<uint8_t>();
+}
+
+strata::pipeline::WorkerOptions options_of(strata_model* model, const strata_worker_params& p) {
+    strata::pipeline::WorkerOptions o;
+    auto endpoint = strata::transport::parse_endpoint(p.listen ? p.listen : "127.0.0.1:0");
+    if (!endpoint) fail(Status::invalid_argument, "listen address: " + endpoint.error().detail);
+    o.listen = endpoint.value();
+    o.key = key_of(p);
+    o.allow_no_key = p.allow_no_key != 0;
+    if (p.layer_begin < 0 || p.layer_end < 0)
+        fail(Status::invalid_argument, "layer_begin and layer_end must not be negative (both 0: any range)");
+    o.fixed_layer_begin = uint32_t(p.layer_begin);
+    o.fixed_layer_end = uint32_t(p.layer_end);
+    if (p.n_threads < 0) fail(Status::invalid_argument, "n_threads must be >= 0 (0: every hardware thread)");
+    o.stage.n_threads = p.n_threads;
+    o.stage.memory_budget = p.memory_budget;
+    if (p.heartbeat_ms <= 0) fail(Status::invalid_argument, "heartbeat_ms must be positive");
+    if (p.peer_timeout_ms <= 0) fail(Status::invalid_argument, "peer_timeout_ms must be positive");
+    o.heartbeat = strata::transport::Timeout(p.heartbeat_ms);
+    o.peer_timeout = strata::transport::Timeout(p.peer_timeout_ms);
+    if (p.log) {
+        auto log = p.log;
+        void* user_data = p.log_user_data;
+        o.log = [log, user_data](const std::string& line) { log(line.c_str(), user_data); };
+    }
+    o.model_identity = strata::capi::identity_of(model);  // the model's shard digests, cached once
+    return o;
+}
+
+strata::pipeline::Worker& worker_of(const strata_worker* w) {
+    require(w, "worker");
+    if (!w->worker) fail(Status::invalid_argument, "the worker was not created");
+    return *w->worker;
+}
+
+#else
+
+[[noreturn]] void unsupported() {
+    fail(Status::unsupported, "this build of strata has no pipeline support (the TCP transport needs Boost.Asio "
+                              "with C++20 coroutines)");
+}
+
+#endif
+
+}  // namespace
+
+extern "C" {
+
+void strata_worker_default_params(strata_worker_params* params) {
+    if (!params) return;
+    *params = strata_worker_params{};
+    params->struct_size = sizeof *params;
+    params->listen = "127.0.0.1:0";
+    params->heartbeat_ms = 1000;
+    params->peer_timeout_ms = 5000;
+}
+
+strata_status strata_worker_create(strata_model* model, const strata_worker_params* params,
+                                   strata_worker** out_worker) {
+    STRATA_API_BEGIN
+    require(out_worker, "out_worker");
+    *out_worker = nullptr;
+#if STRATA_HAS_PIPELINE
+    require(model, "model");
+    const strata_worker_params p = strata::capi::params_or_default(params, strata_worker_default_params);
+    auto w = std::make_unique<strata_worker>();
+    w->worker = std::make_unique<strata::pipeline::Worker>(model->file, options_of(model, p));
+    w->worker->bind();
+    *out_worker = w.release();
+#else
+    (void)model;
+    (void)params;
+    unsupported();
+#endif
+    STRATA_API_END
+}
+
+strata_status strata_worker_port(const strata_worker* worker, uint16_t* out_port) {
+    STRATA_API_BEGIN
+    require(out_port, "out_port");
+#if STRATA_HAS_PIPELINE
+    *out_port = worker_of(worker).port();
+#else
+    (void)worker;
+    unsupported();
+#endif
+    STRATA_API_END
+}
+
+strata_status strata_worker_run(strata_worker* worker) {
+    STRATA_API_BEGIN
+#if STRATA_HAS_PIPELINE
+    worker_of(worker).run();
+#else
+    (void)worker;
+    unsupported();
+#endif
+    STRATA_API_END
+}
+
+strata_status strata_worker_stop(strata_worker* worker) {
+    STRATA_API_BEGIN
+#if STRATA_HAS_PIPELINE
+    worker_of(worker).stop();
+#else
+    (void)worker;
+    unsupported();
+#endif
+    STRATA_API_END
+}
+
+void strata_worker_free(strata_worker* worker) { delete worker; }
+
+}  // extern "C"
