@@ -1,0 +1,221 @@
+// The pipeline head against in-process workers on loopback: the same logits and tokens as one
+// local sequence over several splits (micro-batched prefill included), and a stopped worker
+// reported by stage, then reconnected.
+#include <doctest/doctest.h>
+
+#if STRATA_TRANSPORT_HAS_TCP
+
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "exec/local_sequence.hpp"
+#include "gguf/model_file.hpp"
+#include "pipeline/head.hpp"
+#include "pipeline/worker.hpp"
+#include "test_exec_synth.hpp"
+#include "util/error.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using strata::pipeline::Head;
+using strata::pipeline::HeadOptions;
+using strata::pipeline::LayerRange;
+using strata::pipeline::Worker;
+using strata::pipeline::WorkerOptions;
+using namespace std::chrono_literals;
+
+const std::string kIdentityHex(64, 'a');
+
+strata::transport::Digest identity() {
+    strata::transport::Digest d;
+    d.fill(0xaa);
+    return d;
+}
+
+// A worker serving on 127.0.0.1 from its own thread until destroyed.
+class RunningWorker {
+public:
+    RunningWorker(std::shared_ptr<const strata::gguf::ModelFile> file, uint16_t port = 0) {
+        WorkerOptions o;
+        o.listen = {"127.0.0.1", port};
+        o.model_identity = kIdentityHex;
+        o.stage.n_threads = 1;
+        o.heartbeat = 100ms;
+        o.peer_timeout = 2000ms;
+        o.log = [](const std::string&) {};
+        worker_ = std::make_unique<Worker>(std::move(file), o);
+        worker_->bind();
+        port_ = worker_->port();
+        thread_ = std::thread([this] { worker_->run(); });
+    }
+    ~RunningWorker() { stop(); }
+    void stop() {
+        if (!thread_.joinable()) return;
+        worker_->stop();
+        thread_.join();
+    }
+    uint16_t port() const { return port_; }
+
+private:
+    std::unique_ptr<Worker> worker_;
+    std::thread thread_;
+    uint16_t port_ = 0;
+};
+
+HeadOptions head_options(const std::vector<uint16_t>& ports, std::vector<LayerRange> layers, int n_batch) {
+    HeadOptions o;
+    for (uint16_t p : ports) o.workers.push_back({"127.0.0.1", p});
+    o.layers = std::move(layers);
+    o.context.n_ctx = 96;
+    o.context.n_threads = 1;
+    o.n_batch = n_batch;
+    o.heartbeat = 100ms;
+    o.peer_timeout = 2000ms;
+    return o;
+}
+
+strata::sample::SamplerParams greedy() {
+    strata::sample::SamplerParams p;
+    p.temperature = 0;
+    return p;
+}
+
+std::vector<int32_t> random_tokens(std::mt19937_64& rng, size_t n, int64_t n_vocab) {
+    std::vector<int32_t> t(n);
+    for (auto& x : t) x = int32_t(rng() % uint64_t(n_vocab));
+    return t;
+}
+
+}  // namespace
+
+TEST_CASE("pipeline head: three stages give the logits and tokens of one local sequence") {
+    const uint64_t seed = strata::test::test_seed();
+    strata::test::SynthSpec spec;
+    spec.n_layer = 5;
+    spec.n_embd = 128;
+    spec.n_ff = 256;
+    std::shared_ptr<const strata::gguf::ModelFile> file = strata::test::make_model(spec, seed);
+    RunningWorker w1(file), w2(file);
+    std::mt19937_64 rng(seed + 1);
+
+    const std::vector<std::vector<LayerRange>> plans = {
+        {{0, 1}, {1, 2}, {2, 5}}, {{0, 3}, {3, 4}, {4, 5}}, {}  // uneven both ways, and planned from memory
+    };
+    for (const auto& plan : plans) {
+        for (int n_batch : {4, 64}) {
+            CAPTURE(n_batch);
+            CAPTURE(plan.size());
+            strata::exec::ContextParams cp;
+            cp.n_ctx = 96;
+            cp.n_threads = 1;
+            strata::exec::LocalSequence local(*file, cp, greedy());
+            Head head(file, identity(), head_options({w1.port(), w2.port()}, plan, n_batch), greedy());
+
+            // Prefill longer than a micro-batch, every row's logits.
+            const auto prompt = random_tokens(rng, 11, spec.n_vocab);
+            std::vector<float> want, got;
+            local.decode(prompt, true, &want);
+            head.decode(prompt, true, &got);
+            REQUIRE(got.size() == want.size());
+            float max_diff = 0;
+            for (size_t i = 0; i < got.size(); ++i) max_diff = std::max(max_diff, std::abs(got[i] - want[i]));
+            CHECK(max_diff == 0.0f);  // the same code on the same rows: bit-identical
+
+            // Greedy continuation: token ids only on the wire.
+            int32_t a = local.sample(0, nullptr), b = head.sample(0, nullptr);
+            for (int step = 0; step < 6; ++step) {
+                REQUIRE(a == b);
+                const int32_t t = a;
+                a = local.decode_and_sample({&t, 1}, 0, nullptr);
+                b = head.decode_and_sample({&t, 1}, 0, nullptr);
+            }
+            CHECK(a == b);
+            CHECK(head.n_past() == local.n_past());
+
+            // Seeded sampling with penalties, and the top log-probabilities, after a reset.
+            strata::sample::SamplerParams sp;
+            sp.temperature = 0.9f;
+            sp.top_k = 20;
+            sp.repeat_penalty = 1.3f;
+            sp.seed = seed;
+            local.reset();
+            head.reset();
+            local.set_sampling(sp);
+            head.set_sampling(sp);
+            std::vector<strata::sample::TokenLogprob> top_local, top_head;
+            a = local.decode_and_sample(prompt, 5, &top_local);
+            b = head.decode_and_sample(prompt, 5, &top_head);
+            for (int step = 0; step < 8; ++step) {
+                REQUIRE(a == b);
+                REQUIRE(top_local.size() == top_head.size());
+                for (size_t i = 0; i < top_local.size(); ++i) {
+                    CHECK(top_local[i].token == top_head[i].token);
+                    CHECK(top_local[i].logprob == top_head[i].logprob);
+                }
+                const int32_t t = a;
+                a = local.decode_and_sample({&t, 1}, 5, &top_local);
+                b = head.decode_and_sample({&t, 1}, 5, &top_head);
+            }
+            CHECK(a == b);
+        }
+    }
+}
+
+TEST_CASE("pipeline head: refusals leave the sequence usable; a stopped worker fails its stage, reconnect recovers") {
+    const uint64_t seed = strata::test::test_seed();
+    strata::test::SynthSpec spec;
+    spec.n_layer = 3;
+    spec.n_embd = 64;
+    spec.n_ff = 128;
+    std::shared_ptr<const strata::gguf::ModelFile> file = strata::test::make_model(spec, seed);
+    auto w1 = std::make_unique<RunningWorker>(file);
+    auto w2 = std::make_unique<RunningWorker>(file);
+    const uint16_t port2 = w2->port();
+    Head head(file, identity(), head_options({w1->port(), port2}, {{0, 1}, {1, 2}, {2, 3}}, 4), greedy());
+    std::mt19937_64 rng(seed);
+
+    // Too long for the context: refused before anything runs, nothing changes.
+    const auto too_long = random_tokens(rng, 97, spec.n_vocab);
+    try {
+        head.decode(too_long, false, nullptr);
+        FAIL("an overflowing decode was accepted");
+    } catch (const strata::Error& e) {
+        CHECK(e.status() == strata::Status::context_overflow);
+    }
+    CHECK(head.n_past() == 0);
+    const auto prompt = random_tokens(rng, 9, spec.n_vocab);
+    const int32_t first = head.decode_and_sample(prompt, 0, nullptr);
+    CHECK(head.n_past() == 9);
+
+    // The last worker goes away: the next call names stage 2 within the peer timeout.
+    w2->stop();
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+        head.decode_and_sample({&first, 1}, 0, nullptr);
+        FAIL("a decode through a stopped worker succeeded");
+    } catch (const strata::Error& e) {
+        CHECK(e.status() == strata::Status::stage_failed);
+        CHECK(std::string(e.what()).find("stage 2") != std::string::npos);
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < 3s);
+    CHECK(head.failed());
+    try {
+        head.decode_and_sample({&first, 1}, 0, nullptr);  // stays failed, fast
+        FAIL("a failed pipeline accepted a call");
+    } catch (const strata::Error& e) {
+        CHECK(e.status() == strata::Status::stage_failed);
+    }
+
+    // Restarted on the same port: reconnect, and the sequence starts again from empty.
+    w2 = std::make_unique<RunningWorker>(file, port2);
+    head.reconnect();
+    CHECK_FALSE(head.failed());
+    CHECK(head.n_past() == 0);
+    const int32_t again = head.decode_and_sample(prompt, 0, nullptr);
+    CHECK(again == first);
+}
+
+#endif  // STRATA_TRANSPORT_HAS_TCP
