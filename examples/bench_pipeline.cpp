@@ -132,6 +132,13 @@ std::string self_dir() {
     return ec ? std::string(".") : exe.parent_path().string();
 }
 
+std::string loadavg() {
+    std::ifstream in("/proc/loadavg");
+    std::string a, b, c;
+    in >> a >> b >> c;
+    return a.empty() ? "unknown" : a + " " + b + " " + c;
+}
+
 std::string read_first_line(const char* path, const std::string& prefix = "") {
     std::ifstream in(path);
     std::string line;
@@ -250,35 +257,58 @@ private:
 // --- measurements ---------------------------------------------------------------------------------
 
 struct Run {
-    double prefill_s = 0, decode_s = 0;
-    std::vector<int32_t> tokens;
+    double prefill_s = 0;  // the prompt's decode
+    double decode_s = 0;   // gen tokens through strata_session_generate (decode_and_sample: one round trip each)
+    double steps_s = 0;    // gen tokens through strata_session_sample + strata_session_decode calls
+    double chunked_prefill_s = 0;  // local: the prompt in micro-batches of n_batch, one after another
+    std::vector<int32_t> tokens, step_tokens;
+    double wire_prompt = 0, wire_generate = 0, wire_steps = 0;  // bytes per token (pipelines)
+    json prefill_stats_delta;
 };
 
 void check(strata_status s) {
     if (s != STRATA_OK) throw strata::error(s, strata_last_error());
 }
 
-// Prefill `prompt` (in chunks of `chunk` tokens, or at once when chunk is 0) from an empty sequence,
-// then `gen` greedy steps (sample, decode the token).
-Run run_sequence(strata_session* s, const std::vector<int32_t>& prompt, int gen, int chunk) {
-    Run r;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Prefill `prompt` from an empty sequence, in chunks of `chunk` tokens (0: at once).
+void prefill(strata_session* s, const std::vector<int32_t>& prompt, int chunk) {
     check(strata_session_reset(s));
-    const auto t0 = Clock::now();
     if (chunk <= 0) check(strata_session_decode(s, prompt.data(), prompt.size(), 0));
     else
         for (size_t i = 0; i < prompt.size(); i += size_t(chunk))
             check(strata_session_decode(s, prompt.data() + i, std::min(prompt.size() - i, size_t(chunk)), 0));
-    const auto t1 = Clock::now();
+}
+
+// `gen` greedy tokens after what the session holds, through strata_session_generate (empty prompt).
+std::vector<int32_t> generate(strata_session* s, int gen) {
+    std::vector<int32_t> tokens;
+    strata_generate_params g;
+    strata_generate_default_params(&g);
+    g.max_tokens = gen;
+    g.add_special = 0;
+    g.stop_at_end_of_generation = 0;
+    g.user_data = &tokens;
+    g.on_token = [](int32_t token, const char*, size_t, void* user) -> int {
+        static_cast<std::vector<int32_t>*>(user)->push_back(token);
+        return 0;
+    };
+    check(strata_session_generate(s, "", 0, &g, nullptr));
+    return tokens;
+}
+
+// `gen` greedy tokens through separate sample and decode calls (decode keeps the last row's logits:
+// on a pipeline they travel to the head every step).
+std::vector<int32_t> steps(strata_session* s, int gen) {
+    std::vector<int32_t> tokens;
     for (int i = 0; i < gen; ++i) {
         int32_t t = 0;
         check(strata_session_sample(s, &t));
         check(strata_session_decode(s, &t, 1, 0));
-        r.tokens.push_back(t);
+        tokens.push_back(t);
     }
-    const auto t2 = Clock::now();
-    r.prefill_s = std::chrono::duration<double>(t1 - t0).count();
-    r.decode_s = std::chrono::duration<double>(t2 - t1).count();
-    return r;
+    return tokens;
 }
 
 void set_greedy(strata_session* s) {
@@ -299,18 +329,20 @@ json summary(std::vector<double> v) {
     return j;
 }
 
-// Seconds and the derived rate (tokens / seconds) of each repetition, summarised.
-json phase(const std::vector<Run>& runs, bool prefill, int64_t tokens) {
-    std::vector<double> secs, rates;
+// Seconds, the derived rate (tokens / seconds) and ms per token of each repetition, summarised.
+json phase(const std::vector<Run>& runs, double Run::*field, int64_t tokens) {
+    std::vector<double> secs, rates, ms;
     for (const auto& r : runs) {
-        const double s = prefill ? r.prefill_s : r.decode_s;
+        const double s = r.*field;
         secs.push_back(s);
         rates.push_back(s > 0 ? double(tokens) / s : 0.0);
+        ms.push_back(s * 1e3 / double(tokens));
     }
     json j;
     j["tokens"] = tokens;
     j["seconds"] = summary(secs);
     j["tokens_per_second"] = summary(rates);
+    j["ms_per_token"] = summary(ms);
     return j;
 }
 
@@ -368,11 +400,15 @@ void latencies(const json& j, const std::string& path, bool under_latency, json&
             out.push_back(e);
             return;
         }
+        // A link entry naming its stage and address is labelled by them rather than by its index.
+        std::string here = path;
+        if (j.contains("stage") && j.contains("address") && j["address"].is_string())
+            here = "stage " + j["stage"].dump() + " (" + j["address"].get<std::string>() + ")";
         for (auto it = j.begin(); it != j.end(); ++it) {
             const std::string k = lower(it.key());
             const bool lat = under_latency || k.find("latency") != std::string::npos ||
                              k.find("rtt") != std::string::npos || k.find("round") != std::string::npos;
-            latencies(it.value(), path + "/" + it.key(), lat, out);
+            latencies(it.value(), here + " " + it.key(), lat, out);
         }
     } else if (j.is_array()) {
         for (size_t i = 0; i < j.size(); ++i) latencies(j[i], path + "/" + std::to_string(i), under_latency, out);
@@ -440,7 +476,7 @@ std::string markdown(const json& r) {
        << "…`)\n";
     md << "- command: `" << r["command"].get<std::string>() << "`\n";
     md << "- machine: " << r["machine"]["cpu"].get<std::string>() << ", " << r["machine"]["hardware_threads"]
-       << " hardware threads, load " << r["machine"]["loadavg_before"].get<std::string>() << " before / "
+       << " hardware threads, load average (1/5/15 min) " << r["machine"]["loadavg_before"].get<std::string>() << " before / "
        << r["machine"]["loadavg_after"].get<std::string>() << " after\n";
     md << "- stages: " << P["stages"] << " (layers " << P["layers"].get<std::string>() << "), "
        << r["config"]["threads_per_stage"] << " thread(s) per stage, n_batch " << r["config"]["n_batch"] << ", "
@@ -454,8 +490,12 @@ std::string markdown(const json& r) {
        << " | " << mmm(P["decode"]["tokens_per_second"]) << " |\n";
     md << "| decode ms/token | " << mmm(L["decode"]["ms_per_token"], 2) << " | " << mmm(P["decode"]["ms_per_token"], 2)
        << " |\n";
+    md << "| decode ms/token, sample + decode calls | " << mmm(L["decode_sample_calls"]["ms_per_token"], 2) << " | "
+       << mmm(P["decode_sample_calls"]["ms_per_token"], 2) << " |\n";
     md << "| bytes on the wire per generated token | – | " << fmt(P["wire"]["bytes_per_generated_token"].get<double>(), 0)
        << " |\n";
+    md << "| bytes on the wire per token, sample + decode calls | – | "
+       << fmt(P["wire"]["bytes_per_generated_token_sample_calls"].get<double>(), 0) << " |\n";
     md << "| bytes on the wire per prompt token | – | " << fmt(P["wire"]["bytes_per_prompt_token"].get<double>(), 0)
        << " |\n";
     for (const auto& h : P["hop_latency"]) {
@@ -518,7 +558,7 @@ int bench_pipeline_main(int argc, char** argv) {
         report["library_version"] = strata_version();
         report["machine"] = {{"cpu", read_first_line("/proc/cpuinfo", "model name")},
                              {"hardware_threads", std::thread::hardware_concurrency()},
-                             {"loadavg_before", read_first_line("/proc/loadavg")}};
+                             {"loadavg_before", loadavg()}};
 
         strata::model m(o.model);
         const std::string arch(m.get_string("general.architecture"));
@@ -554,17 +594,32 @@ int bench_pipeline_main(int argc, char** argv) {
 
         // 1 stage: a local session with one stage's threads.
         std::fprintf(stderr, "[bench] local session: %d repetitions\n", o.repeat);
-        std::vector<Run> local_runs, local_chunked;
+        std::vector<Run> local_runs;
         {
             strata::session_params sp;
             sp.n_ctx = o.n_ctx;
             sp.n_threads = o.threads;
             strata::session s(m, sp);
             set_greedy(s.get());
-            run_sequence(s.get(), prompt, std::min(o.gen_tokens, 4), 0);  // warm-up: page faults, threads
+            prefill(s.get(), prompt, 0);  // warm-up: page faults, threads
+            generate(s.get(), std::min(o.gen_tokens, 4));
             for (int i = 0; i < o.repeat; ++i) {
-                local_runs.push_back(run_sequence(s.get(), prompt, o.gen_tokens, 0));
-                local_chunked.push_back(run_sequence(s.get(), prompt, 0, o.n_batch));
+                Run r;
+                auto t = Clock::now();
+                prefill(s.get(), prompt, 0);
+                r.prefill_s = seconds_since(t);
+                t = Clock::now();
+                r.tokens = generate(s.get(), o.gen_tokens);
+                r.decode_s = seconds_since(t);
+                prefill(s.get(), prompt, 0);
+                t = Clock::now();
+                r.step_tokens = steps(s.get(), o.gen_tokens);
+                r.steps_s = seconds_since(t);
+                // The stages' own compute for the pipeline's prefill: the same micro-batches, serially.
+                t = Clock::now();
+                prefill(s.get(), prompt, o.n_batch);
+                r.chunked_prefill_s = seconds_since(t);
+                local_runs.push_back(std::move(r));
             }
         }
 
@@ -601,48 +656,45 @@ int bench_pipeline_main(int argc, char** argv) {
         check(strata_pipeline_session(pipe, &ps));
         std::unique_ptr<strata_session, void (*)(strata_session*)> ps_owner(ps, strata_session_free);
         const json plan = parse_or_text(text_of(strata_pipeline_plan_json, pipe));
+        auto stats = [&] { return parse_or_text(text_of(strata_pipeline_stats_json, pipe)); };
         set_greedy(ps);
         std::fprintf(stderr, "[bench] pipeline of %d stages: %d repetitions\n", o.stages, o.repeat);
-        run_sequence(ps, prompt, std::min(o.gen_tokens, 4), 0);  // warm-up
+        prefill(ps, prompt, 0);  // warm-up
+        generate(ps, std::min(o.gen_tokens, 4));
         std::vector<Run> pipe_runs;
-        std::vector<double> bytes_gen, bytes_prompt;
-        json stats_last, prefill_stats_delta;
+        json stats_last;
         for (int i = 0; i < o.repeat; ++i) {
-            const json s0 = parse_or_text(text_of(strata_pipeline_stats_json, pipe));
-            check(strata_session_reset(ps));
             Run r;
-            const auto t0 = Clock::now();
-            check(strata_session_decode(ps, prompt.data(), prompt.size(), 0));
-            const auto t1 = Clock::now();
-            const json s1 = parse_or_text(text_of(strata_pipeline_stats_json, pipe));
-            const auto t1b = Clock::now();
-            for (int k = 0; k < o.gen_tokens; ++k) {
-                int32_t t = 0;
-                check(strata_session_sample(ps, &t));
-                check(strata_session_decode(ps, &t, 1, 0));
-                r.tokens.push_back(t);
-            }
-            const auto t2 = Clock::now();
-            const json s2 = parse_or_text(text_of(strata_pipeline_stats_json, pipe));
-            r.prefill_s = std::chrono::duration<double>(t1 - t0).count();
-            r.decode_s = std::chrono::duration<double>(t2 - t1b).count();
-            pipe_runs.push_back(r);
-            bytes_prompt.push_back((wire_bytes(s1) - wire_bytes(s0)) / double(prompt.size()));
-            bytes_gen.push_back((wire_bytes(s2) - wire_bytes(s1)) / double(o.gen_tokens));
-            stats_last = s2;
-            prefill_stats_delta = numeric_delta(s1, s0);
+            const json s0 = stats();
+            auto t = Clock::now();
+            prefill(ps, prompt, 0);
+            r.prefill_s = seconds_since(t);
+            const json s1 = stats();
+            t = Clock::now();
+            r.tokens = generate(ps, o.gen_tokens);
+            r.decode_s = seconds_since(t);
+            const json s2 = stats();
+            prefill(ps, prompt, 0);
+            const json s3 = stats();
+            t = Clock::now();
+            r.step_tokens = steps(ps, o.gen_tokens);
+            r.steps_s = seconds_since(t);
+            const json s4 = stats();
+            r.wire_prompt = (wire_bytes(s1) - wire_bytes(s0)) / double(prompt.size());
+            r.wire_generate = (wire_bytes(s2) - wire_bytes(s1)) / double(o.gen_tokens);
+            r.wire_steps = (wire_bytes(s4) - wire_bytes(s3)) / double(o.gen_tokens);
+            r.prefill_stats_delta = numeric_delta(s1, s0);
+            stats_last = s4;
+            pipe_runs.push_back(std::move(r));
         }
 
-        auto add_ms = [&](json& ph, const std::vector<Run>& runs, int64_t n) {
-            std::vector<double> ms;
-            for (const auto& r : runs) ms.push_back(r.decode_s * 1e3 / double(n));
-            ph["ms_per_token"] = summary(ms);
-        };
         json local;
-        local["prefill"] = phase(local_runs, true, o.prompt_tokens);
-        local["decode"] = phase(local_runs, false, o.gen_tokens);
-        add_ms(local["decode"], local_runs, o.gen_tokens);
-        local["prefill_in_micro_batches"] = phase(local_chunked, true, o.prompt_tokens);
+        local["prefill"] = phase(local_runs, &Run::prefill_s, o.prompt_tokens);
+        local["decode"] = phase(local_runs, &Run::decode_s, o.gen_tokens);
+        local["decode"]["method"] = "strata_session_generate after the prefill (empty prompt), greedy";
+        local["decode_sample_calls"] = phase(local_runs, &Run::steps_s, o.gen_tokens);
+        local["decode_sample_calls"]["method"] = "strata_session_sample + strata_session_decode per token, greedy";
+        local["prefill_in_micro_batches"] = phase(local_runs, &Run::chunked_prefill_s, o.prompt_tokens);
         report["local"] = local;
 
         json pj;
@@ -671,15 +723,25 @@ int bench_pipeline_main(int argc, char** argv) {
         }
         pj["layers"] = layers_text;
         pj["plan"] = plan;
-        pj["prefill"] = phase(pipe_runs, true, o.prompt_tokens);
-        pj["decode"] = phase(pipe_runs, false, o.gen_tokens);
-        add_ms(pj["decode"], pipe_runs, o.gen_tokens);
+        pj["prefill"] = phase(pipe_runs, &Run::prefill_s, o.prompt_tokens);
+        pj["decode"] = phase(pipe_runs, &Run::decode_s, o.gen_tokens);
+        pj["decode"]["method"] = local["decode"]["method"];
+        pj["decode_sample_calls"] = phase(pipe_runs, &Run::steps_s, o.gen_tokens);
+        pj["decode_sample_calls"]["method"] = local["decode_sample_calls"]["method"];
+        std::vector<double> wp, wg, ws;
+        for (const auto& r : pipe_runs) {
+            wp.push_back(r.wire_prompt);
+            wg.push_back(r.wire_generate);
+            ws.push_back(r.wire_steps);
+        }
         pj["wire"] = {{"method", "sum of the byte counters of every link in strata_pipeline_stats_json, read before "
-                                 "and after each phase, divided by the phase's tokens"},
-                      {"bytes_per_generated_token", summary(bytes_gen)["median"]},
-                      {"bytes_per_prompt_token", summary(bytes_prompt)["median"]},
-                      {"per_repetition_generated", bytes_gen},
-                      {"per_repetition_prompt", bytes_prompt}};
+                                 "and after each phase, divided by the phase's tokens (heartbeats included)"},
+                      {"bytes_per_generated_token", summary(wg)["median"]},
+                      {"bytes_per_generated_token_sample_calls", summary(ws)["median"]},
+                      {"bytes_per_prompt_token", summary(wp)["median"]},
+                      {"per_repetition_generated", wg},
+                      {"per_repetition_generated_sample_calls", ws},
+                      {"per_repetition_prompt", wp}};
         json hops = json::array();
         latencies(stats_last, "", false, hops);
         pj["hop_latency"] = hops;
@@ -687,7 +749,9 @@ int bench_pipeline_main(int argc, char** argv) {
         report["pipeline"] = pj;
 
         bool same = true;
-        for (const auto& r : pipe_runs) same = same && r.tokens == local_runs.front().tokens;
+        for (const auto& r : pipe_runs)
+            same = same && r.tokens == local_runs.front().tokens && r.step_tokens == local_runs.front().tokens;
+        for (const auto& r : local_runs) same = same && r.tokens == r.step_tokens;
         report["tokens_identical"] = same;
 
         json ov;
@@ -702,7 +766,7 @@ int bench_pipeline_main(int argc, char** argv) {
         ov["local_whole_prompt_seconds"] = report["local"]["prefill"]["seconds"]["median"];
         // Compute-time counters the stats report for the last repetition's prefill (read around it).
         json counters = json::array();
-        compute_counters(prefill_stats_delta, "", counters);
+        compute_counters(pipe_runs.back().prefill_stats_delta, "", counters);
         if (!counters.empty()) {
             ov["reported_compute_counters"] = counters;
             ov["reported_compute_note"] =
@@ -714,7 +778,7 @@ int bench_pipeline_main(int argc, char** argv) {
                                std::to_string(hw) + " hardware threads: they cannot all compute at once."
                          : std::string();
         report["prefill_overlap"] = ov;
-        report["machine"]["loadavg_after"] = read_first_line("/proc/loadavg");
+        report["machine"]["loadavg_after"] = loadavg();
         report["finished_utc"] = utc_now();
 
         ps_owner.reset();
