@@ -36,6 +36,27 @@ TEST_CASE("transport: CRC32C of \"123456789\" is the published check value 0xE30
     CHECK(crc32c({}) == 0u);
     // Chaining over pieces gives the same value as one call.
     CHECK(crc32c(b.subspan(4), crc32c(b.subspan(0, 4))) == 0xE3069283u);
+    CHECK(crc32c_portable(b) == 0xE3069283u);
+}
+
+TEST_CASE("transport: the fast CRC32C equals the table reference at every length, alignment and split") {
+    const uint64_t seed = strata::test::test_seed();
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    const auto data = random_bytes(rng, 4096 + 64);
+    for (size_t offset = 0; offset < 9; ++offset) {
+        for (size_t len : {size_t(0), size_t(1), size_t(7), size_t(8), size_t(9), size_t(63), size_t(4096),
+                           size_t(rng() % 4096)}) {
+            CAPTURE(offset);
+            CAPTURE(len);
+            const std::span<const uint8_t> s(data.data() + offset, len);
+            const uint32_t prior = uint32_t(rng());
+            CHECK(crc32c(s) == crc32c_portable(s));
+            CHECK(crc32c(s, prior) == crc32c_portable(s, prior));
+            const size_t cut = len ? rng() % len : 0;
+            CHECK(crc32c(s.subspan(cut), crc32c(s.first(cut))) == crc32c_portable(s));
+        }
+    }
 }
 
 TEST_CASE("transport: an encoded frame has the 24-byte little-endian header documented in PROTOCOL.md") {
