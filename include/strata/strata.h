@@ -463,6 +463,8 @@ STRATA_API strata_status strata_session_generate(strata_session* session, const 
 
 typedef struct strata_pipeline strata_pipeline;
 
+typedef enum strata_wire_dtype { STRATA_WIRE_F32 = 0, STRATA_WIRE_F16 = 1, STRATA_WIRE_BF16 = 2 } strata_wire_dtype;
+
 typedef struct strata_pipeline_params {
     size_t struct_size;            /* sizeof(strata_pipeline_params) */
     const char* const* workers;    /* "HOST:PORT" of each worker, in stage order (at least one) */
@@ -484,6 +486,9 @@ typedef struct strata_pipeline_params {
     int32_t peer_timeout_ms;       /* a stage silent this long has failed (default 5000) */
     int32_t connect_timeout_ms;    /* per connection attempt and handshake step (default 5000) */
     int32_t socket_buffer_bytes;   /* SO_SNDBUF and SO_RCVBUF; 0: the OS default */
+    int32_t wire_dtype;            /* strata_wire_dtype of the hidden states between stages
+                                      (default STRATA_WIRE_F16: half the bytes of f32; F32 keeps
+                                      the logits bit-identical to one process) */
 } strata_pipeline_params;
 
 STRATA_API void strata_pipeline_default_params(strata_pipeline_params* params);
