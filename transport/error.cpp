@@ -19,6 +19,7 @@ const char* to_string(Errc code) {
     case Errc::io: return "io";
     case Errc::unexpected_message: return "unexpected_message";
     case Errc::invalid_argument: return "invalid_argument";
+    case Errc::tls_failed: return "tls_failed";
     }
     return "unknown_error";
 }

@@ -24,8 +24,9 @@ enum class Errc {
     io,                 // any other socket error (detail carries the system message)
     unexpected_message, // a valid frame of a type the protocol does not allow at this point
     invalid_argument,   // a local caller's mistake (an endpoint that does not parse, ...)
+    tls_failed,         // TLS refused: handshake or certificate check failed, or a TLS record was bad
 };
-inline constexpr Errc kLastErrc = Errc::invalid_argument;
+inline constexpr Errc kLastErrc = Errc::tls_failed;
 
 // Stable, lowercase names, used in logs and error frames.
 const char* to_string(Errc code);

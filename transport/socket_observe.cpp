@@ -56,6 +56,14 @@ std::string endpoint_text(const ip::tcp::endpoint& e) {
     return (e.address().is_v6() ? "[" + addr + "]" : addr) + ":" + std::to_string(e.port());
 }
 
+Status apply_stream_options(ip::tcp::socket& s, const TcpOptions& options) {
+    if (auto st = apply_socket_options(s, options); !st) return st;
+    boost::system::error_code ec;
+    s.set_option(ip::tcp::no_delay(options.no_delay), ec);
+    if (ec) return make_error(Errc::io, std::string("TCP_NODELAY: ") + ec.message());
+    return Ok{};
+}
+
 SocketObserved observe_socket(const ip::tcp::socket& s) {
     SocketObserved o;
     boost::system::error_code ec;

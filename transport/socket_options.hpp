@@ -32,7 +32,7 @@ struct SocketObserved {
 };
 
 // Sets SO_SNDBUF / SO_RCVBUF (when non-zero) on an open socket or acceptor (before connect or
-// listen, so that TCP window scaling can use them); TCP_NODELAY is TcpConnection::apply's.
+// listen, so that TCP window scaling can use them); TCP_NODELAY is apply_stream_options'.
 // io naming the option on failure.
 template <typename Socket>
 Status apply_socket_options(Socket& s, const TcpOptions& options) {
@@ -48,6 +48,9 @@ Status apply_socket_options(Socket& s, const TcpOptions& options) {
     }
     return Ok{};
 }
+
+// apply_socket_options, then TCP_NODELAY as options.no_delay says, on a connected socket.
+Status apply_stream_options(boost::asio::ip::tcp::socket& s, const TcpOptions& options);
 
 // Reads the socket's settings back, and finds the interface that owns its local address.
 // Fields it cannot learn stay at their zero values.

@@ -38,6 +38,14 @@ Error dial_timeout(const Endpoint& to, Timeout timeout, const char* doing) {
 Task<Result<std::unique_ptr<TcpConnection>>> tcp_dial(asio::any_io_executor ex, Endpoint to, TcpOptions options,
                                                       Timeout timeout) {
     const auto deadline = deadline_after(timeout);
+    Result<tcp::socket> socket = co_await dial_socket(ex, to, options, deadline, timeout);
+    if (!socket) co_return socket.error();
+    auto conn = std::make_unique<TcpConnection>(std::move(socket.value()), options);
+    co_return std::move(conn);
+}
+
+Task<Result<tcp::socket>> dial_socket(asio::any_io_executor ex, Endpoint to, TcpOptions options,
+                                      Clock::time_point deadline, Timeout timeout) {
     const std::string host = bare_host(to.host);
     if (host.empty()) co_return make_error(Errc::invalid_argument, "dial: empty host");
     const std::string port = std::to_string(to.port);
@@ -74,10 +82,7 @@ Task<Result<std::unique_ptr<TcpConnection>>> tcp_dial(asio::any_io_executor ex, 
             co_await socket.async_connect(address, asio::redirect_error(asio::use_awaitable, ec));
             fired = dog.fired();
         }
-        if (!ec) {
-            auto conn = std::make_unique<TcpConnection>(std::move(socket), options);
-            co_return std::move(conn);
-        }
+        if (!ec) co_return std::move(socket);
         if (fired) co_return dial_timeout(to, timeout, "connecting");
         last = dial_error(to, ec);
     }
@@ -112,6 +117,13 @@ Result<TcpListener> TcpListener::bind(asio::any_io_executor ex, const Endpoint& 
 }
 
 Task<Result<std::unique_ptr<TcpConnection>>> TcpListener::accept() {
+    Result<tcp::socket> socket = co_await accept_socket();
+    if (!socket) co_return socket.error();
+    auto conn = std::make_unique<TcpConnection>(std::move(socket.value()), options_);
+    co_return std::move(conn);
+}
+
+Task<Result<tcp::socket>> TcpListener::accept_socket() {
     if (!acceptor_ || !acceptor_->is_open()) co_return make_error(Errc::closed, "accept: the listener is closed");
     error_code ec;
     tcp::socket socket = co_await acceptor_->async_accept(asio::redirect_error(asio::use_awaitable, ec));
@@ -119,8 +131,7 @@ Task<Result<std::unique_ptr<TcpConnection>>> TcpListener::accept() {
         if (!acceptor_->is_open()) co_return make_error(Errc::closed, "accept: the listener was closed");
         co_return make_error(Errc::io, "accept: " + ec.message());
     }
-    auto conn = std::make_unique<TcpConnection>(std::move(socket), options_);
-    co_return std::move(conn);
+    co_return std::move(socket);
 }
 
 uint16_t TcpListener::port() const {

@@ -37,6 +37,11 @@ Result<Endpoint> parse_endpoint(std::string_view text);
 // Pass named objects only: GCC 12 destroys temporaries in a co_await expression twice.
 Task<Result<std::unique_ptr<TcpConnection>>> tcp_dial(boost::asio::any_io_executor ex, Endpoint to,
                                                       TcpOptions options, Timeout timeout);
+// tcp_dial's connected socket before `deadline` (`timeout` is for messages), nothing applied
+// after connecting: for dialers that wrap the socket (tls_dial).
+Task<Result<boost::asio::ip::tcp::socket>> dial_socket(boost::asio::any_io_executor ex, Endpoint to,
+                                                       TcpOptions options, Clock::time_point deadline,
+                                                       Timeout timeout);
 
 // Listens with SO_REUSEADDR; bind errors are io naming the endpoint. Accepted connections get
 // `options`. close() ends a waiting accept() with closed.
@@ -44,6 +49,10 @@ class TcpListener {
 public:
     static Result<TcpListener> bind(boost::asio::any_io_executor ex, const Endpoint& at, TcpOptions options);
     Task<Result<std::unique_ptr<TcpConnection>>> accept();
+    // The accepted socket itself, for a caller that wraps it (tls_accept): accept fast, then
+    // run each TLS handshake in its own coroutine so a slow peer holds up no other.
+    Task<Result<boost::asio::ip::tcp::socket>> accept_socket();
+    const TcpOptions& options() const { return options_; }
     uint16_t port() const;      // the bound port (useful after binding port 0)
     bool is_loopback() const;   // bound to 127.0.0.0/8 or ::1
     void close();
