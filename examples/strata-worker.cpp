@@ -3,7 +3,7 @@
 //
 //   strata-worker --listen HOST:PORT --model SHARD [SHARD...] [--layers A:B] [--key-file F]
 //                 [--allow-no-key] [--threads N] [--memory-budget BYTES] [--heartbeat-ms N]
-//                 [--peer-timeout-ms N]
+//                 [--peer-timeout-ms N] [--tls-cert F --tls-key F [--tls-ca F]]
 //
 // Prints "listening on HOST:PORT" (the bound port, also when 0 was asked) on stdout as soon as
 // the socket is bound; everything else (connections, handshakes, plans, closes) goes to stderr.
@@ -27,7 +27,7 @@ namespace {
 const char* kUsage =
     "usage: strata-worker --listen HOST:PORT --model SHARD [SHARD...] [--layers A:B] [--key-file F]\n"
     "                     [--allow-no-key] [--threads N] [--memory-budget BYTES] [--heartbeat-ms N]\n"
-    "                     [--peer-timeout-ms N]\n"
+    "                     [--peer-timeout-ms N] [--tls-cert F --tls-key F [--tls-ca F]]\n"
     "Serves a layer range of the model to pipeline heads until SIGINT or SIGTERM.\n"
     "  --listen HOST:PORT     address to listen on (port 0: any free port)\n"
     "  --model SHARD...       the model's GGUF shards (the same files the head opens)\n"
@@ -38,6 +38,9 @@ const char* kUsage =
     "  --memory-budget BYTES  memory a stage may plan with (default: the memory available)\n"
     "  --heartbeat-ms N       heartbeat interval (default 1000)\n"
     "  --peer-timeout-ms N    a head silent this long is gone, its sequence freed (default 5000)\n"
+    "  --tls-cert F           TLS on every connection: this worker's certificate (PEM) ...\n"
+    "  --tls-key F            ... and its private key (PEM); the key file is still needed off loopback\n"
+    "  --tls-ca F             heads must present a certificate signed by this CA (mutual TLS)\n"
     "Prints \"listening on HOST:PORT\" on stdout once bound; logs go to stderr.\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -66,6 +69,7 @@ struct Options {
     std::string listen;
     std::vector<std::string> shards;
     std::string key_file;
+    std::string tls_cert, tls_key, tls_ca;
     strata_worker_params params;
 };
 
@@ -95,6 +99,12 @@ Options parse_args(int argc, char** argv) {
             if (o.params.layer_end <= o.params.layer_begin) usage_error("--layers A:B needs A < B, got '" + v + "'");
         } else if (a == "--key-file") {
             o.key_file = value();
+        } else if (a == "--tls-cert") {
+            o.tls_cert = value();
+        } else if (a == "--tls-key") {
+            o.tls_key = value();
+        } else if (a == "--tls-ca") {
+            o.tls_ca = value();
         } else if (a == "--allow-no-key") {
             o.params.allow_no_key = 1;
         } else if (a == "--threads") {
@@ -113,6 +123,13 @@ Options parse_args(int argc, char** argv) {
     if (o.shards.empty()) usage_error("--model SHARD is required");
     o.params.listen = o.listen.c_str();
     if (!o.key_file.empty()) o.params.key_file = o.key_file.c_str();
+    if (o.tls_cert.empty() != o.tls_key.empty()) usage_error("--tls-cert and --tls-key go together");
+    if (!o.tls_ca.empty() && o.tls_cert.empty()) usage_error("--tls-ca needs --tls-cert and --tls-key");
+    if (!o.tls_cert.empty()) {
+        o.params.tls_cert_file = o.tls_cert.c_str();
+        o.params.tls_key_file = o.tls_key.c_str();
+    }
+    if (!o.tls_ca.empty()) o.params.tls_ca_file = o.tls_ca.c_str();
     return o;
 }
 

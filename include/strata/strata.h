@@ -536,6 +536,14 @@ typedef struct strata_worker_params {
     int32_t peer_timeout_ms;    /* a silent head is gone after this (default 5000) */
     void (*log)(const char* line, void* user_data); /* NULL: stderr */
     void* log_user_data;
+    /* TLS on every connection when tls_cert_file and tls_key_file (PEM) are set: the worker's
+     * certificate and key. With tls_ca_file, heads must present a certificate that chains to
+     * it (mutual TLS). The key rules above still hold with TLS (a non-loopback address needs a
+     * key unless allow_no_key). Appended after the first release: a smaller struct_size means
+     * NULL, no TLS. */
+    const char* tls_cert_file;
+    const char* tls_key_file;
+    const char* tls_ca_file;
 } strata_worker_params;
 
 STRATA_API void strata_worker_default_params(strata_worker_params* params);

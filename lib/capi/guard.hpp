@@ -2,6 +2,8 @@
 // any exception into a strata_status and the thread-local message behind strata_last_error().
 #pragma once
 
+#include <algorithm>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -32,15 +34,18 @@ void require_struct(const Struct* s, size_t min_size, const char* what) {
                                            " (set it to sizeof the struct)");
 }
 
-// The caller's parameters, or the defaults when params is NULL (a struct too small for this
-// library version is refused by require_struct).
+// The caller's parameters, or the defaults when params is NULL. Fields appended to a struct
+// after `min_size` (the size of its first released layout; default: all of it) keep their
+// defaults when the caller's struct_size says its struct ends before them: only struct_size
+// bytes are read. A struct smaller than min_size is refused by require_struct.
 template <typename Params>
-Params params_or_default(const Params* params, void (*fill_defaults)(Params*)) {
+Params params_or_default(const Params* params, void (*fill_defaults)(Params*), size_t min_size = sizeof(Params)) {
     Params p;
     fill_defaults(&p);
     if (params) {
-        require_struct(params, sizeof(Params), "params");
-        p = *params;
+        require_struct(params, min_size, "params");
+        std::memcpy(static_cast<void*>(&p), params, std::min(params->struct_size, sizeof(Params)));
+        p.struct_size = sizeof(Params);
     }
     return p;
 }

@@ -1,5 +1,6 @@
 // strata_worker_*: serving a layer range of a model to pipeline heads (what strata-worker runs).
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -73,6 +74,12 @@ strata::pipeline::WorkerOptions options_of(strata_model* model, const strata_wor
     if (p.peer_timeout_ms <= 0) fail(Status::invalid_argument, "peer_timeout_ms must be positive");
     o.heartbeat = strata::transport::Timeout(p.heartbeat_ms);
     o.peer_timeout = strata::transport::Timeout(p.peer_timeout_ms);
+    o.tls.cert_file = p.tls_cert_file ? p.tls_cert_file : "";
+    o.tls.key_file = p.tls_key_file ? p.tls_key_file : "";
+    o.tls.ca_file = p.tls_ca_file ? p.tls_ca_file : "";
+    if (o.tls.ca_file.size() && o.tls.cert_file.empty())
+        fail(Status::invalid_argument, "tls_ca_file needs tls_cert_file and tls_key_file: the worker presents a "
+                                       "certificate before it asks the head for one");
     if (p.log) {
         auto log = p.log;
         void* user_data = p.log_user_data;
@@ -117,7 +124,8 @@ strata_status strata_worker_create(strata_model* model, const strata_worker_para
     *out_worker = nullptr;
 #if STRATA_HAS_PIPELINE
     require(model, "model");
-    const strata_worker_params p = strata::capi::params_or_default(params, strata_worker_default_params);
+    const strata_worker_params p = strata::capi::params_or_default(params, strata_worker_default_params,
+                                                                           offsetof(strata_worker_params, tls_cert_file));
     auto w = std::make_unique<strata_worker>();
     w->worker = std::make_unique<strata::pipeline::Worker>(model->file, options_of(model, p));
     w->worker->bind();

@@ -87,6 +87,7 @@ struct Worker::Impl {
     asio::io_context io;
     detail::ComputeThread compute{io};
     std::optional<transport::TcpListener> listener;
+    std::shared_ptr<transport::TlsContext> tls;  // set by bind() when options.tls is enabled
     detail::WorkerShared shared;
     std::map<uint64_t, std::weak_ptr<detail::PeerConnection>> peers;  // io thread only
     uint64_t next_peer = 0;
@@ -138,8 +139,8 @@ struct Worker::Impl {
 
     Task<void> accept_loop() {
         for (;;) {
-            auto accepting = listener->accept();
-            transport::Result<std::unique_ptr<transport::TcpConnection>> accepted = co_await std::move(accepting);
+            auto accepting = listener->accept_socket();
+            transport::Result<asio::ip::tcp::socket> accepted = co_await std::move(accepting);
             if (stop_requested) co_return;
             if (!accepted) {
                 // Out of descriptors or similar: say so and retry a little later instead of spinning.
@@ -149,7 +150,15 @@ struct Worker::Impl {
                 continue;
             }
             auto peer = std::make_shared<detail::PeerConnection>();
-            peer->conn = std::move(accepted.value());
+            if (tls) {
+                // The TLS handshake runs in the connection's own coroutine, so that a slow or
+                // silent peer holds up no other.
+                auto conn = std::make_unique<transport::TlsConnection>(std::move(accepted.value()), tls, options.tcp);
+                peer->tls_pending = conn.get();
+                peer->conn = std::move(conn);
+            } else {
+                peer->conn = std::make_unique<transport::TcpConnection>(std::move(accepted.value()), options.tcp);
+            }
             peer->name = peer->conn->observed().remote;
             const uint64_t id = next_peer++;
             if (peer->name.empty()) peer->name = "head #" + std::to_string(id);
@@ -200,6 +209,14 @@ void Worker::bind() {
                                            " without a key: anyone who reaches it could use this machine; give a "
                                            "pre-shared key, listen on a loopback address, or allow no key explicitly");
     }
+    if (w.options.tls.enabled()) {
+        auto tls = transport::TlsContext::make(transport::TlsRole::acceptor, w.options.tls);
+        if (!tls) {
+            bound.value().close();
+            fail(Status::invalid_argument, "cannot serve " + where + " with TLS: " + tls.error().detail);
+        }
+        w.tls = std::move(tls.value());
+    }
     w.listener.emplace(std::move(bound.value()));
 }
 
@@ -212,7 +229,10 @@ void Worker::run() {
           (w.options.fixed_layer_end > 0 ? ", layers [" + std::to_string(w.options.fixed_layer_begin) + ", " +
                                                std::to_string(w.options.fixed_layer_end) + ")"
                                          : ", any layer range") +
-          (w.options.key.empty() ? ", no key" : ", key required"));
+          (w.options.key.empty() ? ", no key" : ", key required") +
+          (!w.tls                          ? ""
+           : w.options.tls.verifies()      ? ", TLS with client certificates (mutual)"
+                                           : ", TLS"));
     asio::co_spawn(w.io, w.accept_loop(), [&w](std::exception_ptr e) {
         if (!e) return;
         try {

@@ -14,6 +14,7 @@
 
 #include "pipeline/stage.hpp"
 #include "transport/tcp.hpp"
+#include "transport/tls.hpp"
 
 namespace strata::gguf {
 class ModelFile;
@@ -29,6 +30,10 @@ struct WorkerOptions {
     uint32_t fixed_layer_end = 0;
     StageOptions stage;
     transport::TcpOptions tcp;
+    // TLS on every connection when enabled(): cert_file and key_file are this worker's; with a
+    // ca_file, heads must present a certificate that chains to it (mutual TLS). The TLS
+    // handshake runs under handshake_timeout; the pre-shared key is still asked for inside TLS.
+    transport::TlsOptions tls;
     transport::Timeout heartbeat{1000};     // heartbeat interval on every connection
     transport::Timeout peer_timeout{5000};  // a head silent this long is gone: its sequence is freed
     transport::Timeout handshake_timeout{5000};
@@ -46,7 +51,8 @@ public:
     ~Worker();
 
     // Binds the listening socket; throws strata::Error(io) naming the endpoint on failure, or
-    // invalid_argument when a non-loopback address has no key and allow_no_key is false.
+    // invalid_argument when a non-loopback address has no key and allow_no_key is false (TLS
+    // or not), or when the TLS files do not load (the detail names the file and why).
     void bind();
     uint16_t port() const;  // after bind()
     // Serves until stop() (from any thread or a signal-safe flag watcher). Blocks.

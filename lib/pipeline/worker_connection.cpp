@@ -252,7 +252,27 @@ Task<std::string> serve_requests(WorkerShared& shared, std::shared_ptr<PeerConne
 
 }  // namespace
 
+// The TLS handshake of an accepted connection, under the handshake timeout; "" when it succeeded.
+Task<std::string> tls_handshake(WorkerShared& shared, PeerConnection& peer) {
+    transport::TlsConnection* tls = std::exchange(peer.tls_pending, nullptr);
+    if (!tls) co_return std::string();
+    const transport::Timeout timeout = shared.options.handshake_timeout;
+    const auto deadline = transport::deadline_after(timeout);
+    const std::string name = peer.name;
+    transport::Status shaken = co_await tls->handshake(deadline, timeout, name);
+    if (!shaken) co_return error_text(shaken.error());
+    const auto agreed = tls->tls();
+    if (agreed) shared.log("TLS with " + peer.name + ": " + agreed->version + ", " + agreed->cipher);
+    co_return std::string();
+}
+
 Task<void> serve_connection(WorkerShared& shared, std::shared_ptr<PeerConnection> peer) {
+    std::string tls_refusal = co_await tls_handshake(shared, *peer);
+    if (!tls_refusal.empty()) {
+        shared.log("refused " + peer->name + ": " + tls_refusal);
+        peer->conn->close();
+        co_return;
+    }
     std::string refusal = co_await handshake(shared, *peer);
     if (!refusal.empty()) {
         shared.log("refused " + peer->name + ": " + refusal);

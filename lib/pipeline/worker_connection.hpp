@@ -12,6 +12,7 @@
 #include "pipeline/worker.hpp"
 #include "pipeline/worker_compute.hpp"
 #include "transport/tcp.hpp"
+#include "transport/tls.hpp"
 
 namespace strata::pipeline::detail {
 
@@ -30,7 +31,8 @@ struct WorkerShared {
 
 struct PeerConnection {
     std::string name;  // the head's address, for log lines
-    std::unique_ptr<transport::TcpConnection> conn;
+    std::unique_ptr<transport::SocketConnection> conn;  // a TcpConnection, or a TlsConnection
+    transport::TlsConnection* tls_pending = nullptr;     // conn, when its TLS handshake is still to run
     std::shared_ptr<std::atomic<bool>> heartbeat_stop = std::make_shared<std::atomic<bool>>(false);
     // The sequence; used by the compute thread only while the connection's coroutine awaits it.
     std::unique_ptr<Stage> stage;
