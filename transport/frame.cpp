@@ -47,8 +47,13 @@ Status FrameDecoder::check_header() {
     const uint32_t flags = r.u32();
     const uint64_t length = r.u64();
     const uint32_t crc = r.u32();
-    if (!std::equal(magic.begin(), magic.end(), kMagic.begin()))
-        return make_error(Errc::bad_magic, "frame does not start with \"STRF\"");
+    if (!std::equal(magic.begin(), magic.end(), kMagic.begin())) {
+        // A TLS record (handshake, alert, data) starts with content type 20..23, then 3, x.
+        const bool tls = magic[0] >= 0x14 && magic[0] <= 0x17 && magic[1] == 0x03 && magic[2] <= 0x04;
+        return make_error(Errc::bad_magic, tls ? "frame does not start with \"STRF\": the peer speaks TLS (configure "
+                                                 "TLS on this side too)"
+                                               : "frame does not start with \"STRF\"");
+    }
     if (version != kProtocolVersion)
         return make_error(Errc::unsupported_version, "peer speaks protocol version " + std::to_string(version) +
                                                          ", this build speaks " + std::to_string(kProtocolVersion));
