@@ -55,14 +55,16 @@ Error remote_error(const Link& link, const transport::ErrorMessage& m) {
         return Error(Status(m.code - transport::kLibraryStatusBase), link.name() + ": " + m.message);
     const auto code = Errc(m.code);
     const bool refusal = code == Errc::auth_failed || code == Errc::identity_mismatch ||
-                         code == Errc::unsupported_version;
+                         code == Errc::unsupported_version || code == Errc::tls_failed;
     return Error(refusal ? Status::refused : Status::stage_failed, link.name() + " refused: " + m.message);
 }
 
 Error link_error(const Link& link, const transport::Error& e, const char* doing) {
     using transport::Errc;
+    // A TLS refusal (certificate check, handshake, a head required to present a certificate)
+    // is the peer saying no, as a wrong key is.
     const bool refusal = e.code == Errc::auth_failed || e.code == Errc::identity_mismatch ||
-                         e.code == Errc::unsupported_version;
+                         e.code == Errc::unsupported_version || e.code == Errc::tls_failed;
     std::string what = link.name() + " " + doing + ": " + transport::to_string(e.code);
     if (!e.detail.empty()) what += " (" + e.detail + ")";
     return Error(refusal ? Status::refused : Status::stage_failed, what);

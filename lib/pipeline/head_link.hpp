@@ -73,7 +73,7 @@ struct Link {
     size_t stage = 0;  // 1.. (0 is the head)
     transport::Endpoint endpoint;
     LayerRange layers{0, 0};
-    std::unique_ptr<transport::TcpConnection> conn;
+    std::unique_ptr<transport::SocketConnection> conn;  // a TcpConnection, or a TlsConnection
     std::deque<Pending> pending;
     std::shared_ptr<std::atomic<bool>> heartbeat_stop = std::make_shared<std::atomic<bool>>(false);
     bool failed = false;
@@ -85,6 +85,7 @@ struct Link {
     transport::StageInfo info{};
     transport::StageReady ready{};
     transport::SocketObserved observed{};
+    std::optional<transport::TlsObserved> tls;  // what TLS agreed; nothing in clear
 
     mutable std::mutex stats_mutex;
     LinkStats stats;
