@@ -4,6 +4,7 @@
 //   strata-run MODEL.gguf [MORE-SHARDS...] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]
 //              [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N] [--kv f16|q8_0]
 //              [--worker HOST:PORT ... [--layers A:B,C:D,...] [--key-file F] [--n-batch N]]
+//              [--tls-ca F [--tls-cert F --tls-key F]]
 //              [--report-json FILE]
 //
 // Ends with the actual counts and rates of this run (prompt tokens prefilled, tokens generated,
@@ -33,10 +34,12 @@ const char* kUsage =
     "usage: strata-run MODEL.gguf [MORE-SHARDS...] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
     "                  [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N] [--kv f16|q8_0]\n"
     "                  [--worker HOST:PORT ... [--layers A:B,C:D,...] [--key-file F] [--n-batch N]\n"
-    "                   [--heartbeat-ms N] [--peer-timeout-ms N]] [--report-json FILE]\n"
+    "                   [--heartbeat-ms N] [--peer-timeout-ms N] [--wire f16|bf16|f32]] [--report-json FILE]\n"
     "With --worker, this process is the head of a pipeline: it holds the first layers, each worker\n"
     "(strata-worker) the next range in the order given; --layers fixes the ranges (head first),\n"
     "otherwise they are planned from each stage's free memory.\n"
+    "--tls-ca F runs every link inside TLS, the workers' certificates checked against CA F;\n"
+    "--tls-cert F --tls-key F present the head's certificate to workers that require one.\n"
     "Streams the generated text to stdout; the run's figures go to stderr.\n";
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -85,10 +88,20 @@ Options parse_args(int argc, char** argv) {
         } else if (a == "--worker") o.pipeline.workers.push_back(value());
         else if (a == "--layers") o.pipeline.layers = value();
         else if (a == "--key-file") o.pipeline.key_file = value();
+        else if (a == "--tls-ca") o.pipeline.tls_ca_file = value();
+        else if (a == "--tls-cert") o.pipeline.tls_cert_file = value();
+        else if (a == "--tls-key") o.pipeline.tls_key_file = value();
         else if (a == "--n-batch") o.pipeline.n_batch = parse_number<int32_t>(a, value());
         else if (a == "--heartbeat-ms") o.pipeline.heartbeat_ms = parse_number<int32_t>(a, value());
         else if (a == "--peer-timeout-ms") o.pipeline.peer_timeout_ms = parse_number<int32_t>(a, value());
         else if (a == "--report-json") o.report_json = value();
+        else if (a == "--wire") {
+            const std::string w = value();
+            if (w == "f16") o.pipeline.wire_dtype = STRATA_WIRE_F16;
+            else if (w == "bf16") o.pipeline.wire_dtype = STRATA_WIRE_BF16;
+            else if (w == "f32") o.pipeline.wire_dtype = STRATA_WIRE_F32;
+            else usage_error("--wire must be f16, bf16 or f32, got '" + w + "'");
+        }
         else if (a == "-h" || a == "--help") {
             std::cout << kUsage;
             std::exit(0);
@@ -99,6 +112,12 @@ Options parse_args(int argc, char** argv) {
     if (!o.have_prompt) usage_error("-p PROMPT is required");
     if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty()))
         usage_error("--layers and --key-file need at least one --worker");
+    if (o.pipeline.workers.empty() && !(o.pipeline.tls_ca_file + o.pipeline.tls_cert_file).empty())
+        usage_error("--tls-ca and --tls-cert need at least one --worker");
+    if (o.pipeline.tls_cert_file.empty() != o.pipeline.tls_key_file.empty())
+        usage_error("--tls-cert and --tls-key go together");
+    if (!o.pipeline.tls_cert_file.empty() && o.pipeline.tls_ca_file.empty())
+        usage_error("--tls-cert needs --tls-ca (the CA of the workers' certificates)");
     return o;
 }
 

@@ -479,6 +479,10 @@ struct pipeline_params {
     int32_t peer_timeout_ms = 5000;
     int32_t connect_timeout_ms = 5000;
     int32_t socket_buffer_bytes = 0;
+    int32_t wire_dtype = STRATA_WIRE_F16;  // STRATA_WIRE_F32 keeps logits bit-identical to one process
+    std::string tls_cert_file;             // TLS: the head's certificate and key (PEM), for workers
+    std::string tls_key_file;              // that require one
+    std::string tls_ca_file;               // TLS: the CA the workers' certificates must chain to
 };
 
 // The head of a pipeline: this process holds the embeddings and the first layers, the workers
@@ -505,6 +509,10 @@ public:
         c.peer_timeout_ms = p.peer_timeout_ms;
         c.connect_timeout_ms = p.connect_timeout_ms;
         c.socket_buffer_bytes = p.socket_buffer_bytes;
+        c.wire_dtype = p.wire_dtype;
+        c.tls_cert_file = p.tls_cert_file.empty() ? nullptr : p.tls_cert_file.c_str();
+        c.tls_key_file = p.tls_key_file.empty() ? nullptr : p.tls_key_file.c_str();
+        c.tls_ca_file = p.tls_ca_file.empty() ? nullptr : p.tls_ca_file.c_str();
         detail::check(strata_pipeline_create(m.get(), &c, &handle_));
     }
     pipeline(pipeline&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}

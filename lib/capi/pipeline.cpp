@@ -1,6 +1,7 @@
 // strata_pipeline_*: a head in this process driving remote workers (pipeline/head.hpp); its
 // sequence is offered as an ordinary strata_session.
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -105,8 +106,24 @@ strata::pipeline::HeadOptions head_options(const strata_pipeline_params& p) {
         fail(Status::invalid_argument, "peer_timeout_ms (" + std::to_string(p.peer_timeout_ms) +
                                            ") must exceed heartbeat_ms (" + std::to_string(p.heartbeat_ms) +
                                            "), or a live stage would be declared dead");
+    switch (p.wire_dtype) {
+        case STRATA_WIRE_F32: o.wire_dtype = strata::transport::DType::f32; break;
+        case STRATA_WIRE_F16: o.wire_dtype = strata::transport::DType::f16; break;
+        case STRATA_WIRE_BF16: o.wire_dtype = strata::transport::DType::bf16; break;
+        default:
+            fail(Status::invalid_argument, "wire_dtype is " + std::to_string(p.wire_dtype) +
+                                               ", expected STRATA_WIRE_F32, STRATA_WIRE_F16 or STRATA_WIRE_BF16");
+    }
     o.tcp.send_buffer = p.socket_buffer_bytes;
     o.tcp.receive_buffer = p.socket_buffer_bytes;
+    o.tls.cert_file = p.tls_cert_file ? p.tls_cert_file : "";
+    o.tls.key_file = p.tls_key_file ? p.tls_key_file : "";
+    o.tls.ca_file = p.tls_ca_file ? p.tls_ca_file : "";
+    if (o.tls.cert_file.empty() != o.tls.key_file.empty())
+        fail(Status::invalid_argument, "tls_cert_file and tls_key_file go together");
+    if (!o.tls.cert_file.empty() && o.tls.ca_file.empty())
+        fail(Status::invalid_argument, "tls_cert_file without tls_ca_file: the head would not check the workers' "
+                                       "certificates; give the CA that signed them");
     return o;
 }
 
@@ -137,6 +154,7 @@ void strata_pipeline_default_params(strata_pipeline_params* params) {
     params->heartbeat_ms = 1000;
     params->peer_timeout_ms = 5000;
     params->connect_timeout_ms = 5000;
+    params->wire_dtype = STRATA_WIRE_F16;
 }
 
 strata_status strata_pipeline_create(strata_model* model, const strata_pipeline_params* params,
@@ -146,7 +164,8 @@ strata_status strata_pipeline_create(strata_model* model, const strata_pipeline_
     *out_pipeline = nullptr;
     require(model, "model");
     STRATA_PIPELINE_ONLY({
-        const strata_pipeline_params p = strata::capi::params_or_default(params, strata_pipeline_default_params);
+        const strata_pipeline_params p = strata::capi::params_or_default(
+            params, strata_pipeline_default_params, offsetof(strata_pipeline_params, tls_cert_file));
         strata::pipeline::HeadOptions options = head_options(p);
         auto pipeline = std::make_unique<strata_pipeline>();
         pipeline->file = model->file;

@@ -14,6 +14,7 @@
 #include "model/hparams.hpp"
 #include "pipeline/head_link.hpp"
 #include "pipeline/head_report.hpp"
+#include "pipeline/wire_tensor.hpp"
 #include "transport/handshake.hpp"
 #include "transport/send.hpp"
 
@@ -72,11 +73,13 @@ struct Head::Impl {
     std::thread io_thread;
 
     std::unique_ptr<exec::Context> ctx;
+    std::shared_ptr<transport::TlsContext> tls;  // made on the first dial when options.tls is enabled
     std::vector<std::shared_ptr<Link>> links;
     std::atomic<bool> broken{false};
     sample::SamplerParams sampling;
     bool has_row = false;         // the last stage keeps a row to sample from
     double head_compute_seconds = 0;
+    std::vector<float> hidden;    // the head's output before it is encoded for the wire
     uint64_t forward_calls = 0;
     std::mutex call_mutex;        // one sequence operation at a time
 
@@ -218,13 +221,32 @@ struct Head::Impl {
         const transport::Timeout timeout = options.connect_timeout;
         const transport::TcpOptions tcp = options.tcp;
         const transport::Endpoint to = link->endpoint;
-        auto dialed = co_await transport::tcp_dial(ex, to, tcp, timeout);
-        if (!dialed) {
-            std::string what = link->name() + ": cannot connect: " + std::string(transport::to_string(dialed.error().code));
-            if (!dialed.error().detail.empty()) what += " (" + dialed.error().detail + ")";
+        std::unique_ptr<transport::SocketConnection> conn;
+        std::optional<transport::Error> failure;
+        if (options.tls.enabled()) {
+            if (!tls) {
+                auto made = transport::TlsContext::make(transport::TlsRole::dialer, options.tls);
+                if (!made) co_return Error(Status::invalid_argument, link->name() + ": " + made.error().detail);
+                tls = made.value();
+            }
+            const std::shared_ptr<transport::TlsContext> context = tls;
+            auto dialed = co_await transport::tls_dial(ex, to, tcp, context, timeout);
+            if (dialed) conn = std::move(dialed.value());
+            else failure = dialed.error();
+        } else {
+            auto dialed = co_await transport::tcp_dial(ex, to, tcp, timeout);
+            if (dialed) conn = std::move(dialed.value());
+            else failure = dialed.error();
+        }
+        if (!conn) {
+            // The worker (or what answers at its address) refused TLS or our certificate.
+            if (failure->code == transport::Errc::tls_failed)
+                co_return Error(Status::refused, link->name() + ": TLS refused: " + failure->detail);
+            std::string what = link->name() + ": cannot connect: " + std::string(transport::to_string(failure->code));
+            if (!failure->detail.empty()) what += " (" + failure->detail + ")";
             co_return Error(Status::io, what);
         }
-        link->conn = std::move(dialed.value());
+        link->conn = std::move(conn);
         transport::HandshakeConfig config;
         config.local.model_id = model_id;
         config.local.layer_begin = uint32_t(link->layers.first);
@@ -234,9 +256,16 @@ struct Head::Impl {
         config.key = options.key;
         config.timeout = timeout;
         transport::Result<transport::Hello> ack = co_await transport::dial_handshake(*link->conn, config);
-        if (!ack) co_return detail::link_error(*link, ack.error(), "handshake failed");
+        if (!ack) {
+            transport::Error e = ack.error();
+            // A TLS worker closes a connection that does not start with a TLS handshake.
+            if (!options.tls.enabled() && e.code == transport::Errc::closed)
+                e.detail += "; a worker that requires TLS closes connections in clear: is tls_ca_file missing?";
+            co_return detail::link_error(*link, e, "handshake failed");
+        }
         link->ack = ack.value();
         link->observed = link->conn->observed();
+        link->tls = link->conn->tls();
         Outcome queried = co_await request_setup(*link, Message(transport::StageQuery{}), link->info, "stage query");
         co_return queried;
     }
@@ -396,12 +425,18 @@ struct Head::Impl {
                 transport::Forward f;
                 f.position = uint64_t(start) + begin;
                 f.tokens.assign(part_tokens.begin(), part_tokens.end());
-                f.hidden.dtype = transport::DType::f32;
-                f.hidden.dims = {uint64_t(count), uint64_t(hp.n_embd)};
-                // The head's layers write straight into the bytes that go on the wire.
-                f.hidden.data.resize(count * size_t(hp.n_embd) * sizeof(float));
                 const auto t0 = Clock::now();
-                ctx->decode(part_tokens, reinterpret_cast<float*>(f.hidden.data.data()));
+                if (options.wire_dtype == transport::DType::f32) {
+                    // The head's layers write straight into the bytes that go on the wire.
+                    f.hidden.dtype = transport::DType::f32;
+                    f.hidden.dims = {uint64_t(count), uint64_t(hp.n_embd)};
+                    f.hidden.data.resize(count * size_t(hp.n_embd) * sizeof(float));
+                    ctx->decode(part_tokens, reinterpret_cast<float*>(f.hidden.data.data()));
+                } else {
+                    hidden.resize(count * size_t(hp.n_embd));
+                    ctx->decode(part_tokens, hidden.data());
+                    f.hidden = encode_hidden(hidden, count, uint64_t(hp.n_embd), options.wire_dtype);
+                }
                 head_compute_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
 
                 const ForwardOutput last_output = k + 1 == parts ? final_output : part_output;

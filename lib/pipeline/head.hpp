@@ -25,6 +25,7 @@
 #include "pipeline/planner.hpp"
 #include "transport/messages.hpp"
 #include "transport/tcp.hpp"
+#include "transport/tls.hpp"
 
 namespace strata::gguf {
 class ModelFile;
@@ -38,10 +39,15 @@ struct HeadOptions {
     std::vector<uint8_t> key;
     exec::ContextParams context;               // n_ctx, n_threads, kv_type, memory_budget of the head
     int n_batch = 32;                          // prefill micro-batch (tokens)
+    transport::DType wire_dtype = transport::DType::f16;  // hidden states between stages
     transport::Timeout heartbeat{1000};
     transport::Timeout peer_timeout{5000};
     transport::Timeout connect_timeout{5000};
     transport::TcpOptions tcp;
+    // TLS on every link when enabled(): workers' certificates are checked against ca_file (and
+    // the address dialed); cert_file and key_file are the head's, for workers that require one.
+    // A refused certificate or TLS handshake is Error(refused) naming the stage.
+    transport::TlsOptions tls;
 };
 
 class Head final : public exec::Sequence {

@@ -64,7 +64,9 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
                  {"receive_buffer_bytes", o.receive_buffer},
                  {"no_delay", o.no_delay},
                  {"interface", o.interface},
-                 {"mtu", o.mtu}}}}}});
+                 {"mtu", o.mtu}}}}},
+             // As agreed on this link (protocol version, cipher suite); null in clear.
+             {"tls", link->tls ? json{{"version", link->tls->version}, {"cipher", link->tls->cipher}} : json(nullptr)}});
     }
     json out = {{"transport", "tcp"},
                 {"protocol_version", transport::kProtocolVersion},
@@ -73,6 +75,9 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
                 {"n_ctx", head.n_ctx()},
                 {"kv_type", exec::kv_type_name(options.context.kv_type)},
                 {"n_batch", options.n_batch},
+                {"wire_dtype", options.wire_dtype == transport::DType::f32    ? "f32"
+                               : options.wire_dtype == transport::DType::bf16 ? "bf16"
+                                                                              : "f16"},
                 {"heartbeat_ms", options.heartbeat.count()},
                 {"peer_timeout_ms", options.peer_timeout.count()},
                 {"stages", stages}};

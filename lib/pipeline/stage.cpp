@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "exec/context.hpp"
-#include "quant/half.hpp"
+#include "pipeline/wire_tensor.hpp"
 #include "sample/sequence_sampler.hpp"
 #include "util/error.hpp"
 
@@ -55,52 +55,6 @@ exec::ContextParams context_params(const transport::StageConfigure& c, const Sta
     p.n_threads = options.n_threads;
     p.memory_budget = options.memory_budget;
     return p;
-}
-
-// The hidden states as f32, refusing a shape other than [n_tokens, n_embd], a byte count that
-// does not match, and non-finite values (they would poison the KV cache for good).
-std::vector<float> hidden_as_f32(const transport::Tensor& t, size_t n_tokens, int64_t n_embd) {
-    if (t.dims.size() != 2 || t.dims[0] != n_tokens || t.dims[1] != uint64_t(n_embd)) {
-        std::string shape;
-        for (size_t i = 0; i < t.dims.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.dims[i]);
-        fail(Status::invalid_argument, "hidden states have shape [" + shape + "], expected [" +
-                                           std::to_string(n_tokens) + ", " + std::to_string(n_embd) + "]");
-    }
-    const size_t count = n_tokens * size_t(n_embd);
-    size_t width = 0;
-    switch (t.dtype) {
-    case DType::f32: width = 4; break;
-    case DType::f16:
-    case DType::bf16: width = 2; break;
-    default: fail(Status::invalid_argument, "hidden states have an unknown element type");
-    }
-    if (t.data.size() != count * width)
-        fail(Status::invalid_argument, "hidden states hold " + std::to_string(t.data.size()) + " bytes, expected " +
-                                           std::to_string(count * width));
-    std::vector<float> out(count);
-    if (t.dtype == DType::f32) {
-        std::memcpy(out.data(), t.data.data(), count * sizeof(float));
-    } else {
-        for (size_t i = 0; i < count; ++i) {
-            uint16_t h;
-            std::memcpy(&h, t.data.data() + 2 * i, 2);
-            out[i] = t.dtype == DType::f16 ? quant::f16_to_f32(h) : quant::bf16_to_f32(h);
-        }
-    }
-    for (size_t i = 0; i < count; ++i)
-        if (!std::isfinite(out[i]))
-            fail(Status::invalid_argument, "hidden state of token " + std::to_string(i / size_t(n_embd)) +
-                                               ", element " + std::to_string(i % size_t(n_embd)) + " is not finite");
-    return out;
-}
-
-transport::Tensor f32_tensor(std::vector<float> values, uint64_t rows, uint64_t cols) {
-    transport::Tensor t;
-    t.dtype = DType::f32;
-    t.dims = {rows, cols};
-    t.data.resize(values.size() * sizeof(float));
-    std::memcpy(t.data.data(), values.data(), t.data.size());
-    return t;
 }
 
 transport::Sampled sampled(sample::SequenceSampler& sampler, uint32_t n_top) {
@@ -162,7 +116,7 @@ transport::Message Stage::forward(const transport::Forward& f) {
         fail(Status::context_overflow, std::to_string(n) + " tokens at position " + std::to_string(position) +
                                            " do not fit the configured context of " +
                                            std::to_string(ctx_->n_ctx()) + " tokens");
-    const std::vector<float> in = hidden_as_f32(f.hidden, n, ctx_->n_embd());
+    const std::vector<float> in = decode_hidden(f.hidden, n, ctx_->n_embd());
 
     // Checked: from here on the request runs.
     if (position < held) {
@@ -172,13 +126,13 @@ transport::Message Stage::forward(const transport::Forward& f) {
     const bool all = f.output == ForwardOutput::logits_all;
     std::vector<float> out(size_t(ctx_->output_floats(int64_t(n), all)));
     ctx_->forward_hidden(in.data(), int64_t(n), out.data(), all);
-    if (!last) return f32_tensor(std::move(out), n, uint64_t(ctx_->n_embd()));
+    if (!last) return encode_hidden(out, n, uint64_t(ctx_->n_embd()), f.hidden.dtype);  // the type it came in
 
     const size_t V = size_t(n_vocab);
     sampler_->decoded(f.tokens, std::span<const float>(out).last(V));
     switch (f.output) {
-    case ForwardOutput::logits_last: return f32_tensor(std::move(out), 1, V);
-    case ForwardOutput::logits_all: return f32_tensor(std::move(out), n, V);
+    case ForwardOutput::logits_last: return encode_hidden(out, 1, V, DType::f32);
+    case ForwardOutput::logits_all: return encode_hidden(out, n, V, DType::f32);
     case ForwardOutput::sample: return sampled(*sampler_, f.n_top);
     default: return transport::Done{};
     }

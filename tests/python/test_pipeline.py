@@ -8,6 +8,8 @@ through the stages as several micro-batches (the last one partial)."""
 from __future__ import annotations
 
 
+import json
+
 import numpy as np
 import pytest
 
@@ -52,7 +54,7 @@ def _prompt(n_vocab: int, n: int, seed: int) -> list[int]:
 
 
 def _pipeline(m: strata.Model, ws, **kw) -> strata.Pipeline:
-    opts = dict(n_ctx=N_CTX, n_threads=1, heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS,
+    opts = dict(wire_dtype="f32", n_ctx=N_CTX, n_threads=1, heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS,
                 connect_timeout_ms=10000)
     opts.update(kw)
     return strata.Pipeline(m, workers=[w.address for w in ws], **opts)
@@ -204,7 +206,7 @@ def test_python_worker_serves_a_stage_in_process(models, workers):
             assert 0 < port < 65536
             w.start()
             addrs = [f"127.0.0.1:{port}", workers[name][1].address]
-            with strata.Pipeline(m, workers=addrs, layers="0:2,2:5,5:6", n_ctx=N_CTX, n_threads=1, n_batch=8,
+            with strata.Pipeline(m, workers=addrs, layers="0:2,2:5,5:6", n_ctx=N_CTX, n_threads=1, n_batch=8, wire_dtype="f32",
                                  heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS) as p:
                 got = greedy_trace(p.session(), prompt, 6)
             _assert_same_trace(got, want, "in-process worker")
@@ -229,3 +231,32 @@ def test_pipeline_arguments_are_checked_before_connecting(models):
         with pytest.raises(strata.StrataError) as e:
             strata.Pipeline(m, workers=["no-port-here"])
         assert e.value.status == strata.Status.INVALID_ARGUMENT and "no-port-here" in e.value.message, e.value
+
+
+@pytest.mark.parametrize("wire,tolerance", [("f16", 2e-3), ("bf16", 2e-2)])
+def test_half_precision_hidden_states_halve_the_bytes_within_a_stated_tolerance(models, workers, wire, tolerance):
+    """Hidden states as f16 (the default) or bf16 between stages: every hop carries half the bytes
+    of f32, and the logits stay within `tolerance` relative RMS of one process (f16 keeps 11
+    significant bits, bf16 8; the next layer's RMSNorm sees the rounded residual)."""
+    name = "llama-f32"
+    with strata.Model(models[name][0]) as m:
+        prompt = _prompt(m.vocab.n_vocab, 20, seed=11)
+        with m.session(n_ctx=N_CTX, n_threads=1) as local:
+            local.decode(prompt, all_logits=True)
+            want = local.logits
+        sent = {}
+        for dtype in (wire, "f32"):
+            with _pipeline(m, workers[name], layers="0:2,2:4,4:6", n_batch=8, wire_dtype=dtype) as p:
+                assert p.plan()["wire_dtype"] == dtype
+                with p.session() as s:
+                    s.decode(prompt, all_logits=True)
+                    got = s.logits
+                stats = json.loads(p.stats_json())
+                sent[dtype] = stats["links"][0]["bytes_sent"]  # head -> stage 1: hidden states only
+            rel = float(np.sqrt(np.mean((got - want) ** 2)) / np.sqrt(np.mean(want ** 2)))
+            print(f"wire {dtype}: relative RMS logit difference {rel:.2e}, {sent[dtype]} bytes to stage 1")
+            if dtype == "f32":
+                assert rel == 0.0
+            else:
+                assert 0.0 < rel < tolerance
+    assert sent[wire] < 0.6 * sent["f32"], sent

@@ -59,7 +59,7 @@ def local_greedy(models):
 
 
 def _pipeline(m, ws, **kw) -> strata.Pipeline:
-    opts = dict(layers=LAYERS, n_ctx=N_CTX, n_threads=1, n_batch=8, heartbeat_ms=HEARTBEAT_MS,
+    opts = dict(wire_dtype="f32", layers=LAYERS, n_ctx=N_CTX, n_threads=1, n_batch=8, heartbeat_ms=HEARTBEAT_MS,
                 peer_timeout_ms=PEER_TIMEOUT_MS, connect_timeout_ms=10000)
     opts.update(kw)
     return strata.Pipeline(m, workers=[w if isinstance(w, str) else w.address for w in ws], **opts)
@@ -160,7 +160,7 @@ _HEAD_SCRIPT = textwrap.dedent("""
     import sys, strata
     model, layers, workers = sys.argv[1], sys.argv[2], sys.argv[3:]
     m = strata.Model(model)
-    p = strata.Pipeline(m, workers=workers, layers=layers, n_ctx=1024, n_threads=1, n_batch=8,
+    p = strata.Pipeline(m, workers=workers, layers=layers, n_ctx=1024, n_threads=1, n_batch=8, wire_dtype="f32",
                         heartbeat_ms=200, peer_timeout_ms=2000)
     s = p.session()
     print("ready", flush=True)

@@ -62,7 +62,7 @@ def test_workers_in_other_network_namespaces_with_a_key_give_the_local_results(m
             prompt = _prompt(m.vocab.n_vocab)
             with m.session(n_ctx=N_CTX, n_threads=1) as local:
                 want = greedy_trace(local, prompt, 10)
-            with strata.Pipeline(m, workers=[w.address for w in ws], layers=LAYERS, key_file=str(key), n_ctx=N_CTX,
+            with strata.Pipeline(m, workers=[w.address for w in ws], layers=LAYERS, key_file=str(key), n_ctx=N_CTX, wire_dtype="f32",
                                  n_threads=1, n_batch=8, heartbeat_ms=HEARTBEAT_MS,
                                  peer_timeout_ms=PEER_TIMEOUT_MS, connect_timeout_ms=10000) as p:
                 got = greedy_trace(p.session(), prompt, 10)
@@ -108,7 +108,7 @@ def test_a_slow_link_gives_the_same_tokens_and_costs_at_least_its_latency(model_
         prompt = _prompt(m.vocab.n_vocab)
         with m.session(n_ctx=N_CTX, n_threads=1) as local:
             want = greedy_trace(local, prompt, n)[1]
-        opts = dict(layers=LAYERS, n_ctx=N_CTX, n_threads=1, n_batch=8, heartbeat_ms=HEARTBEAT_MS,
+        opts = dict(wire_dtype="f32", layers=LAYERS, n_ctx=N_CTX, n_threads=1, n_batch=8, heartbeat_ms=HEARTBEAT_MS,
                     peer_timeout_ms=PEER_TIMEOUT_MS, connect_timeout_ms=10000)
         with strata.Pipeline(m, workers=[w.address for w in ws], **opts) as p:
             direct_toks, direct_s = _decode_seconds_per_token(p, prompt, n)

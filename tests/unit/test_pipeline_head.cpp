@@ -72,6 +72,7 @@ HeadOptions head_options(const std::vector<uint16_t>& ports, std::vector<LayerRa
     o.context.n_ctx = 96;
     o.context.n_threads = 1;
     o.n_batch = n_batch;
+    o.wire_dtype = strata::transport::DType::f32;  // exact: the same bits as one process
     o.heartbeat = 100ms;
     o.peer_timeout = 2000ms;
     return o;
@@ -161,6 +162,43 @@ TEST_CASE("pipeline head: three stages give the logits and tokens of one local s
             }
             CHECK(a == b);
         }
+    }
+}
+
+TEST_CASE("pipeline head: f16 and bf16 hidden states stay within a stated tolerance of one process") {
+    const uint64_t seed = strata::test::test_seed();
+    strata::test::SynthSpec spec;
+    spec.n_layer = 4;
+    spec.n_embd = 128;
+    spec.n_ff = 256;
+    std::shared_ptr<const strata::gguf::ModelFile> file = strata::test::make_model(spec, seed);
+    RunningWorker w1(file), w2(file);
+    std::mt19937_64 rng(seed);
+    const auto prompt = random_tokens(rng, 13, spec.n_vocab);
+    strata::exec::ContextParams cp;
+    cp.n_ctx = 96;
+    cp.n_threads = 1;
+    strata::exec::LocalSequence local(*file, cp, greedy());
+    std::vector<float> want;
+    local.decode(prompt, true, &want);
+    // f16 keeps 11 significant bits of each hidden value, bf16 8: relative RMS error bounds.
+    for (auto [dtype, tolerance] : {std::pair{strata::transport::DType::f16, 2e-3},
+                                    std::pair{strata::transport::DType::bf16, 2e-2}}) {
+        auto o = head_options({w1.port(), w2.port()}, {{0, 1}, {1, 3}, {3, 4}}, 4);
+        o.wire_dtype = dtype;
+        Head head(file, identity(), o, greedy());
+        std::vector<float> got;
+        head.decode(prompt, true, &got);
+        REQUIRE(got.size() == want.size());
+        double err = 0, norm = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+            err += double(got[i] - want[i]) * double(got[i] - want[i]);
+            norm += double(want[i]) * double(want[i]);
+        }
+        const double rel = std::sqrt(err / norm);
+        MESSAGE("wire type " << int(dtype) << ": relative RMS logit difference " << rel);
+        CHECK(rel > 0.0);
+        CHECK(rel < tolerance);
     }
 }
 

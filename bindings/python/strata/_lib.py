@@ -238,6 +238,10 @@ class PipelineParams(ctypes.Structure):
         ("peer_timeout_ms", ctypes.c_int32),
         ("connect_timeout_ms", ctypes.c_int32),
         ("socket_buffer_bytes", ctypes.c_int32),
+        ("wire_dtype", ctypes.c_int32),
+        ("tls_cert_file", ctypes.c_char_p),
+        ("tls_key_file", ctypes.c_char_p),
+        ("tls_ca_file", ctypes.c_char_p),
     ]
 
 
@@ -257,6 +261,9 @@ class WorkerParams(ctypes.Structure):
         ("peer_timeout_ms", ctypes.c_int32),
         ("log", WORKER_LOG_FN),
         ("log_user_data", ctypes.c_void_p),
+        ("tls_cert_file", ctypes.c_char_p),
+        ("tls_key_file", ctypes.c_char_p),
+        ("tls_ca_file", ctypes.c_char_p),
     ]
 
 

@@ -30,6 +30,11 @@ PathLike = Union[str, "os.PathLike[str]"]
 Layers = Union[None, str, Sequence[Sequence[int]]]
 
 
+# strata_wire_dtype: the hidden states' type between stages. f16 (the default) halves the bytes
+# of f32; f32 keeps the logits bit-identical to one process.
+WIRE_DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
+
+
 def format_layers(layers: Layers) -> Optional[str]:
     """"0:2,2:5,5:8" from a string (returned as is, stripped) or from [(0, 2), (2, 5), (5, 8)];
     None stays None (the head plans the ranges)."""
@@ -59,6 +64,13 @@ def _own_model(model: Union[Model, PathLike, Sequence[PathLike]]) -> tuple[Model
     return Model(model), True
 
 
+def _tls_files(p: Any, cert: Optional[PathLike], key: Optional[PathLike], ca: Optional[PathLike]) -> tuple:
+    """Sets the params' tls_*_file fields; returns the encoded paths (kept alive by the caller)."""
+    files = tuple(os.fsencode(f) if f is not None else None for f in (cert, key, ca))
+    p.tls_cert_file, p.tls_key_file, p.tls_ca_file = files
+    return files
+
+
 class Pipeline(OwnedHandle):
     """The head of a pipeline over ``workers`` ("HOST:PORT" each, in stage order).
 
@@ -68,8 +80,11 @@ class Pipeline(OwnedHandle):
     memory. ``key`` (bytes) or ``key_file``: the pre-shared key (neither: the empty key, which
     workers accept only on loopback). ``n_ctx``, ``kv_type``: as for sessions, on every stage;
     ``n_threads``, ``memory_budget``: the head's own. ``n_batch``: the prefill micro-batch.
-    Times in milliseconds. Errors name the stage: StrataError REFUSED (key, model, version,
-    layer range), STAGE_FAILED or IO (unreachable), OUT_OF_MEMORY (a stage's plan).
+    Times in milliseconds. ``tls_ca_file``: TLS on every link, the workers' certificates checked
+    against this CA (PEM) and the address dialed; ``tls_cert_file`` / ``tls_key_file``: the
+    head's certificate for workers that require one (mutual TLS). Errors name the stage:
+    StrataError REFUSED (key, model, version, layer range, a certificate or TLS handshake),
+    STAGE_FAILED or IO (unreachable), OUT_OF_MEMORY (a stage's plan).
     """
 
     _FREE = "strata_pipeline_free"
@@ -79,7 +94,9 @@ class Pipeline(OwnedHandle):
                  key_file: Optional[PathLike] = None, n_ctx: int = 0, n_threads: int = 0,
                  kv_type: Union[str, int] = "f16", memory_budget: int = 0, n_batch: int = 32,
                  heartbeat_ms: int = 1000, peer_timeout_ms: int = 5000, connect_timeout_ms: int = 5000,
-                 socket_buffer_bytes: int = 0):
+                 socket_buffer_bytes: int = 0, wire_dtype: str = "f16",
+                 tls_cert_file: Optional[PathLike] = None, tls_key_file: Optional[PathLike] = None,
+                 tls_ca_file: Optional[PathLike] = None):
         self._h: Optional[int] = None
         self._session: Optional[Session] = None
         self._model, self._owns_model = _own_model(model)
@@ -113,6 +130,10 @@ class Pipeline(OwnedHandle):
             p.peer_timeout_ms = int(peer_timeout_ms)
             p.connect_timeout_ms = int(connect_timeout_ms)
             p.socket_buffer_bytes = int(socket_buffer_bytes)
+            if wire_dtype not in WIRE_DTYPES:
+                raise ValueError(f"wire_dtype must be one of {sorted(WIRE_DTYPES)}, got {wire_dtype!r}")
+            p.wire_dtype = WIRE_DTYPES[wire_dtype]
+            self._c_tls = _tls_files(p, tls_cert_file, tls_key_file, tls_ca_file)
             self._params = p
             h = ctypes.c_void_p()
             check(_lib.fn("strata_pipeline_create")(self._model._handle(), ctypes.byref(p), ctypes.byref(h)))
@@ -203,6 +224,9 @@ class Worker(OwnedHandle):
     pre-shared key (neither: only loopback, unless ``allow_no_key``). ``log``: called with each
     log line (default: the library writes them to stderr); it runs on the worker's threads.
 
+    ``tls_cert_file`` / ``tls_key_file``: TLS on every connection with this certificate and key
+    (PEM); ``tls_ca_file``: heads must present a certificate signed by this CA (mutual TLS).
+
     ``run()`` serves and blocks; ``start()`` runs it on a daemon thread; ``stop()`` (any thread)
     makes it return; ``close()`` stops, joins and frees.
     """
@@ -213,7 +237,8 @@ class Worker(OwnedHandle):
                  layers: Union[None, str, Sequence[int]] = None, key: Union[None, bytes, str] = None,
                  key_file: Optional[PathLike] = None, allow_no_key: bool = False, n_threads: int = 0,
                  memory_budget: int = 0, heartbeat_ms: int = 1000, peer_timeout_ms: int = 5000,
-                 log: Optional[Callable[[str], Any]] = None):
+                 log: Optional[Callable[[str], Any]] = None, tls_cert_file: Optional[PathLike] = None,
+                 tls_key_file: Optional[PathLike] = None, tls_ca_file: Optional[PathLike] = None):
         self._h: Optional[int] = None
         self._thread: Optional[threading.Thread] = None
         self._run_error: Optional[BaseException] = None
@@ -244,6 +269,7 @@ class Worker(OwnedHandle):
             p.memory_budget = int(memory_budget)
             p.heartbeat_ms = int(heartbeat_ms)
             p.peer_timeout_ms = int(peer_timeout_ms)
+            self._c_tls = _tls_files(p, tls_cert_file, tls_key_file, tls_ca_file)
             self._log_fn = log
             if log is not None:
                 def cb(line: Optional[bytes], _user: Any) -> None:
