@@ -404,6 +404,11 @@ STRATA_API strata_status strata_session_sampling_json(const strata_session* sess
                                                       size_t* out_needed);
 /* Samples the next token from the last row of the last decode's logits. */
 STRATA_API strata_status strata_session_sample(strata_session* session, int32_t* out_token);
+/* Decodes the tokens, then samples the next token: strata_session_decode + strata_session_sample
+ * in one call, and on a pipeline one round trip that moves no logits (strata_session_logits has
+ * none to give afterwards). */
+STRATA_API strata_status strata_session_decode_sample(strata_session* session, const int32_t* tokens,
+                                                      size_t n_tokens, int32_t* out_token);
 /* As strata_session_sample, and also the n_top (at most 64) most likely tokens under the raw
  * logits (log-softmax, temperature 1, no penalty), descending: top_tokens[i], top_logprobs[i].
  * On a pipeline only these n_top pairs travel, never the logits. */

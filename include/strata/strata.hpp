@@ -413,6 +413,12 @@ public:
         detail::check(strata_session_sample(handle_, &token));
         return token;
     }
+    // decode(tokens) then sample(); on a pipeline one round trip that moves no logits.
+    int32_t decode_sample(const std::vector<int32_t>& tokens) {
+        int32_t token = 0;
+        detail::check(strata_session_decode_sample(handle_, tokens.data(), tokens.size(), &token));
+        return token;
+    }
     // sample(), and the n most likely tokens under the raw logits: (token, log-probability).
     int32_t sample_top(size_t n, std::vector<std::pair<int32_t, float>>& top) {
         std::vector<int32_t> tokens(n);

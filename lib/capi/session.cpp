@@ -199,6 +199,17 @@ strata_status strata_session_sample(strata_session* session, int32_t* out_token)
     STRATA_API_END
 }
 
+strata_status strata_session_decode_sample(strata_session* session, const int32_t* tokens, size_t n_tokens,
+                                           int32_t* out_token) {
+    STRATA_API_BEGIN
+    auto& s = session_of(session);
+    require(out_token, "out_token");
+    if (n_tokens) require(tokens, "tokens");
+    s.logits_rows = 0;  // nothing fetched: no stale logits readable
+    *out_token = s.sequence->decode_and_sample({tokens, n_tokens}, 0, nullptr);
+    STRATA_API_END
+}
+
 strata_status strata_session_sample_top(strata_session* session, int32_t* out_token, size_t n_top,
                                         int32_t* top_tokens, float* top_logprobs) {
     STRATA_API_BEGIN

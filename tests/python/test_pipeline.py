@@ -260,3 +260,25 @@ def test_half_precision_hidden_states_halve_the_bytes_within_a_stated_tolerance(
             else:
                 assert 0.0 < rel < tolerance
     assert sent[wire] < 0.6 * sent["f32"], sent
+
+
+def test_streaming_generate_moves_token_ids_not_logits(models, workers):
+    """Session.generate (the Python streaming path) draws on the last stage through
+    decode_sample: per generated token the last stage sends back a few dozen bytes, never a row
+    of logits, and the tokens are those of one process."""
+    name = "llama-f32"
+    with strata.Model(models[name][0]) as m:
+        n_vocab = m.vocab.n_vocab
+        with m.session(n_ctx=N_CTX, n_threads=1, temperature=0.0) as local:
+            want = "".join(local.generate("Hello", max_tokens=12, stop_at_end_of_generation=False))
+        with _pipeline(m, workers[name], layers="0:2,2:4,4:6") as p:
+            with p.session() as s:
+                s.set_sampling(temperature=0.0)
+                before = json.loads(p.stats_json())["links"][-1]["bytes_received"]
+                gen = s.generate("Hello", max_tokens=12, stop_at_end_of_generation=False)
+                got = "".join(gen)
+                after = json.loads(p.stats_json())["links"][-1]["bytes_received"]
+    assert got == want
+    per_token = (after - before) / max(1, len(gen.tokens))
+    print(f"last stage -> head: {per_token:.0f} bytes per generated token (a logits row is {4 * n_vocab})")
+    assert per_token < 4 * n_vocab / 4

@@ -284,6 +284,10 @@ class _FakeSession:
     def sample(self):
         return self.script.pop(0)
 
+    def decode_sample(self, ids):
+        self.decode(ids)
+        return self.sample()
+
 
 def test_generation_yields_only_complete_utf8_and_stops_at_eos():
     e_acute = "é".encode()

@@ -272,6 +272,7 @@ class WorkerParams(ctypes.Structure):
 PIPELINE_PROTOTYPES = {
     "strata_session_sample_top": (c_status, [_vp, _i32_p, ctypes.c_size_t, _i32_p,
                                              ctypes.POINTER(ctypes.c_float)]),
+    "strata_session_decode_sample": (c_status, [_vp, _vp, ctypes.c_size_t, _i32_p]),
     "strata_pipeline_default_params": (None, [ctypes.POINTER(PipelineParams)]),
     "strata_pipeline_create": (c_status, [_vp, ctypes.POINTER(PipelineParams), c_voidp_p]),
     "strata_pipeline_free": (None, [_vp]),

@@ -245,6 +245,15 @@ class Session(OwnedHandle):
         check(_lib.fn("strata_session_sample")(self._handle(), ctypes.byref(t)))
         return t.value
 
+    def decode_sample(self, tokens: Iterable[int]) -> int:
+        """decode(tokens) then sample() in one call: on a pipeline one round trip that moves no
+        logits (logits() has none to give afterwards)."""
+        ids = _token_array(tokens)
+        t = ctypes.c_int32()
+        check(_lib.fn("strata_session_decode_sample")(self._handle(), ids.ctypes.data if ids.size else None,
+                                                      ids.size, ctypes.byref(t)))
+        return t.value
+
     def sample_top(self, n: int) -> tuple[int, list[tuple[int, float]]]:
         """sample(), and the ``n`` (at most 64) most likely tokens under the raw logits
         (log-softmax, temperature 1, no penalty), descending, as (token, logprob) pairs. On a
@@ -382,8 +391,15 @@ class Generation(Iterator[str]):
                                parse_special=self._parse_special)
         if not ids and first:
             raise ValueError("the prompt gives no tokens and the session is empty: nothing to continue")
+        # decode_sample: the prompt and the first draw in one call (one round trip on a pipeline).
+        self._next: Optional[int] = None
         if ids:
-            s.decode(ids)
+            if self.max_tokens > 0:
+                self._next = s.decode_sample(ids)
+            else:
+                s.decode(ids)
+        elif self.max_tokens > 0:
+            self._next = s.sample()
         self.n_prompt_tokens = len(ids)
         vocab = s.model.vocab
         self._eos = vocab.eos
@@ -428,7 +444,7 @@ class Generation(Iterator[str]):
         s = self.session
         if len(self.tokens) >= self.max_tokens:
             return self._finish("max_tokens")
-        t = s.sample()
+        t = self._next
         if self._stop_at_eog and t == self._eos and self._eos >= 0:
             return self._finish("end_of_generation")
         self.tokens.append(t)
@@ -437,13 +453,15 @@ class Generation(Iterator[str]):
             tail = None if self._done else self._finish("context_full")
             return (out or "") + (tail or "")
         # Every emitted token enters the KV cache, as strata_session_generate does, so the
-        # session can continue from where generation stopped.
-        s.decode([t])
-        if self._done:
-            return out
-        if len(self.tokens) >= self.max_tokens:
+        # session can continue from where generation stopped; the next token is drawn only when
+        # it is wanted, so the sampler's generator and history match a decode-then-sample loop.
+        if self._done or len(self.tokens) >= self.max_tokens:
+            s.decode([t])
+            if self._done:
+                return out
             tail = self._finish("max_tokens")
             return (out or "") + (tail or "")
+        self._next = s.decode_sample([t])
         return out
 
     def __next__(self) -> str:
