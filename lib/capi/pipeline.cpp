@@ -82,7 +82,8 @@ strata::pipeline::HeadOptions head_options(const strata_pipeline_params& p) {
         const char* text = require(p.workers[i], "workers[i]");
         auto endpoint = strata::transport::parse_endpoint(text);
         if (!endpoint)
-            fail(Status::invalid_argument, "worker " + std::to_string(i) + " \"" + text + "\": " + endpoint.error().detail);
+            fail(Status::invalid_argument, "worker " + std::to_string(i + 1) + " (stage " + std::to_string(i + 1) +
+                                               ") \"" + text + "\": " + endpoint.error().detail);
         o.workers.push_back(endpoint.value());
     }
     if (p.layers) o.layers = strata::pipeline::parse_layer_plan(p.layers);

@@ -45,8 +45,10 @@ void LatencyStats::add(double us) {
 }
 
 std::string Link::name() const {
-    return "stage " + std::to_string(stage) + " (worker " + endpoint.to_string() + ", layers " +
-           std::to_string(layers.first) + ":" + std::to_string(layers.second) + ")";
+    const std::string range = layers.second > layers.first
+                                  ? "layers " + std::to_string(layers.first) + ":" + std::to_string(layers.second)
+                                  : "layers not yet planned";
+    return "stage " + std::to_string(stage) + " (worker " + endpoint.to_string() + ", " + range + ")";
 }
 
 Error remote_error(const Link& link, const transport::ErrorMessage& m) {
