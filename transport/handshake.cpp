@@ -37,7 +37,17 @@ Status check_version_and_model(const Hello& mine, const Hello& theirs) {
     if (theirs.protocol_version != mine.protocol_version)
         return make_error(Errc::unsupported_version, "peer speaks protocol version " +
                                                          std::to_string(theirs.protocol_version));
-    if (theirs.model_id != mine.model_id) return make_error(Errc::identity_mismatch, "model identity differs");
+    if (theirs.model_id != mine.model_id) {
+        // The first bytes of each digest are enough for a person to tell which model is which.
+        auto prefix = [](const Digest& d) {
+            static const char* hex = "0123456789abcdef";
+            std::string s;
+            for (size_t i = 0; i < 8; ++i) s += {hex[d[i] >> 4], hex[d[i] & 15]};
+            return s + "...";
+        };
+        return make_error(Errc::identity_mismatch, "model identity differs: the peer has " + prefix(theirs.model_id) +
+                                                       ", this side " + prefix(mine.model_id));
+    }
     return Ok{};
 }
 
