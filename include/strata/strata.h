@@ -494,6 +494,16 @@ typedef struct strata_pipeline_params {
     int32_t wire_dtype;            /* strata_wire_dtype of the hidden states between stages
                                       (default STRATA_WIRE_F16: half the bytes of f32; F32 keeps
                                       the logits bit-identical to one process) */
+    /* TLS on every link (fields appended after the first release: a caller whose struct_size
+     * ends before them gets NULL, plain TCP). With tls_ca_file set, each worker must present a
+     * certificate that chains to it and names the address dialed (subjectAltName DNS or IP);
+     * tls_cert_file and tls_key_file (PEM) are this head's certificate for workers that ask
+     * for one (mutual TLS). The pre-shared key is still proved inside TLS. A refused
+     * certificate or TLS handshake is STRATA_ERR_REFUSED naming the stage and OpenSSL's
+     * reason ("certificate verify failed"). NULL, NULL, NULL: no TLS. */
+    const char* tls_cert_file;
+    const char* tls_key_file;
+    const char* tls_ca_file;
 } strata_pipeline_params;
 
 STRATA_API void strata_pipeline_default_params(strata_pipeline_params* params);
