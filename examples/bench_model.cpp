@@ -29,7 +29,8 @@ using json = nlohmann::ordered_json;
 
 const char* kUsage =
     "usage: strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [--worker HOST:PORT ...] [--layers A:B,...]\n"
-    "                    [--key-file F] [--repeat N] [--warmup N] [--prompt-tokens 512,4096] [--gen-tokens N]\n"
+    "                    [--key-file F] [--wire f16|bf16|f32] [--repeat N] [--warmup N]\n"
+    "                    [--prompt-tokens 512,4096] [--gen-tokens N]\n"
     "                    [--context-probe N] [--probe-depths 0.1,0.5,0.9] [--ctx N] [--threads N]\n"
     "                    [--memory-cadence-ms N]\n"
     "Per prompt length: --warmup runs (default 1, recorded, not counted), then --repeat measured runs\n"
@@ -76,8 +77,18 @@ std::vector<T> list(const std::string& flag, const std::string& text, double lo,
     return out;
 }
 
+// --wire: the type hidden states travel in between stages (f32 keeps the logits bit-identical
+// to one process; f16, the default, halves the bytes).
+int32_t wire_dtype(const std::string& name) {
+    if (name == "f16") return STRATA_WIRE_F16;
+    if (name == "bf16") return STRATA_WIRE_BF16;
+    if (name == "f32") return STRATA_WIRE_F32;
+    throw UsageError("--wire must be f16, bf16 or f32, got '" + name + "'");
+}
+
 Options parse_args(int argc, char** argv) {
     Options o;
+    bool wire_given = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -88,6 +99,10 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--worker") o.pipeline.workers.push_back(value());
         else if (a == "--layers") o.pipeline.layers = value();
         else if (a == "--key-file") o.pipeline.key_file = value();
+        else if (a == "--wire") {
+            o.pipeline.wire_dtype = wire_dtype(value());
+            wire_given = true;
+        }
         else if (a == "--repeat") o.repeat = int(number(a, value(), 1, 10000));
         else if (a == "--warmup") o.warmup = int(number(a, value(), 0, 10000));
         else if (a == "--prompt-tokens") o.prompt_tokens = list<int64_t>(a, value(), 1, 1 << 30);
@@ -113,37 +128,37 @@ Options parse_args(int argc, char** argv) {
     else if (o.n_ctx < need)
         throw UsageError("--ctx " + std::to_string(o.n_ctx) + " cannot hold the longest run (" + std::to_string(need) +
                          " tokens)");
-    if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty()))
-        throw UsageError("--layers and --key-file need at least one --worker");
+    if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty() || wire_given))
+        throw UsageError("--layers, --key-file and --wire need at least one --worker");
     return o;
 }
 
-// The element of one prompt length: the settings, the spread of every figure, every run.
+// The element of one prompt length: the settings, the spread of every figure, every run. The
+// figures are numbers only; the Markdown rendering gives them their units and precision.
 json length_element(const Options& o, int64_t prompt_n, const json& runs) {
-    std::vector<double> prefill, decode, ttft, prefill_s;
+    std::vector<double> prefill, decode, ttft, prefill_s, decode_s;
     for (const json& r : runs) {
         if (r["warmup"].get<bool>()) continue;
         prefill.push_back(r["prefill_tokens_per_s"].get<double>());
         decode.push_back(r["decode_tokens_per_s"].get<double>());
         ttft.push_back(r["time_to_first_token_s"].get<double>());
         prefill_s.push_back(r["prefill_s"].get<double>());
+        decode_s.push_back(r["decode_s"].get<double>());
     }
-    const auto sp = bench::spread(prefill), sd = bench::spread(decode), st = bench::spread(ttft),
-               sps = bench::spread(prefill_s);
     return {{"name", "prompt " + std::to_string(prompt_n) + " tokens, generate " + std::to_string(o.gen_tokens)},
+            {"kind", "prompt_length"},
             {"prompt_tokens_stated", prompt_n},
             {"gen_tokens_stated", o.gen_tokens},
-            {"measured_runs", sp.n},
+            {"measured_runs", bench::spread(prefill).n},
             {"warmup_runs_excluded", o.warmup},
             {"sampling", "greedy (temperature 0), end-of-generation ignored so every run generates the stated count"},
-            {"prefill tokens/s", bench::spread_text(sp)},
-            {"decode tokens/s (first to last token)", bench::spread_text(sd)},
-            {"time to first token s", bench::spread_text(st, 4)},
             {"spread",
-             {{"prefill_tokens_per_s", bench::spread_json(sp)},
-              {"decode_tokens_per_s", bench::spread_json(sd)},
-              {"time_to_first_token_s", bench::spread_json(st)},
-              {"prefill_s", bench::spread_json(sps)}}},
+             {{"prefill_tokens_per_s", bench::spread_json(bench::spread(prefill))},
+              // Between the first and the last generated token (bench_run.cpp).
+              {"decode_tokens_per_s", bench::spread_json(bench::spread(decode))},
+              {"time_to_first_token_s", bench::spread_json(bench::spread(ttft))},
+              {"prefill_s", bench::spread_json(bench::spread(prefill_s))},
+              {"decode_s", bench::spread_json(bench::spread(decode_s))}}},
             {"runs", runs}};
 }
 
@@ -206,11 +221,17 @@ int run(const Options& o) {
     sections["memory"].push_back(json::parse(sampler.json(pipe ? "head (this process)" : "this process")));
     sections["benchmarks"] = benchmarks;
     const std::string md = report_sections::write_report(sections, o.out);
-    for (const json& b : benchmarks)
-        if (b.contains("prefill tokens/s"))
-            std::printf("%s: prefill tok/s %s; decode tok/s %s\n", b["name"].get<std::string>().c_str(),
-                        b["prefill tokens/s"].get<std::string>().c_str(),
-                        b["decode tokens/s (first to last token)"].get<std::string>().c_str());
+    for (const json& b : benchmarks) {
+        if (b.value("kind", "") != "prompt_length") continue;
+        auto summary = [&](const char* key) {
+            std::vector<double> v;
+            for (const json& r : b["runs"])
+                if (!r["warmup"].get<bool>()) v.push_back(r[key].get<double>());
+            return bench::spread_text(bench::spread(v));
+        };
+        std::printf("%s: prefill tok/s %s; decode tok/s %s\n", b["name"].get<std::string>().c_str(),
+                    summary("prefill_tokens_per_s").c_str(), summary("decode_tokens_per_s").c_str());
+    }
     if (probe) std::printf("context probe: %s\n", probe->element["result"].get<std::string>().c_str());
     std::fprintf(stderr, "report: %s and %s\n", o.out.c_str(), md.c_str());
     return 0;

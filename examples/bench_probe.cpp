@@ -35,6 +35,7 @@ ProbeResult context_probe(strata::model& m, strata::session& s, int64_t n_tokens
         fact_total += fact_tokens.back().size();
     }
     json element = {{"name", "context probe " + std::to_string(n_tokens) + " tokens"},
+                    {"kind", "context_probe"},
                     {"input_tokens_stated", n_tokens},
                     {"configured_context_tokens", n_ctx},
                     {"method",

@@ -57,7 +57,8 @@ RunResult run_once(strata::session& s, const std::vector<int32_t>& prompt, int32
     g.max_tokens = gen_tokens;
     g.add_special = false;
     g.stop_at_end_of_generation = false;  // the stated output length, not the model's choice
-    const auto gen = s.generate("", g, [&](int32_t, std::string_view piece) {
+    const auto gen = s.generate("", g, [&](int32_t token, std::string_view piece) {
+        r.output_token_ids.push_back(token);
         r.output_text.append(piece);
         r.token_times_s.push_back(since(Clock::now()));
         if (sampler) sampler->set_context(r.prompt_tokens + int64_t(r.token_times_s.size()));
@@ -83,7 +84,8 @@ nlohmann::ordered_json run_json(const RunResult& r, const std::string& label, bo
             {"decode_s", r.decode_s},
             // Between the first and the last token: the steady decode rate, without the first sample.
             {"decode_tokens_per_s", r.output_tokens > 1 && last > first ? double(r.output_tokens - 1) / (last - first) : 0.0},
-            {"token_times_s", r.token_times_s}};
+            {"token_times_s", r.token_times_s},
+            {"output_token_ids", r.output_token_ids}};
 }
 
 }  // namespace bench

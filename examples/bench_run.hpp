@@ -19,6 +19,7 @@ struct RunResult {
     double prefill_s = 0;       // wall time of the prompt's decode
     double decode_s = 0;        // wall time of generation, first sample to last token
     std::vector<double> token_times_s;  // per generated token, seconds since the run started
+    std::vector<int32_t> output_token_ids;  // the generated tokens, so runs can be compared exactly
     std::string stop_reason;
     std::string output_text;  // the generated tokens' bytes
 };

@@ -63,23 +63,28 @@ const char* verdict_noun(Verdict v, int n) {
     return "?";
 }
 
-// " at 600 s" or " (3 at 600 s, 1 at 300 s)" for the limits a group of attempts ran under.
+// " at 600 s" or " (3 at 600 s, 1 at 300 s)" for the limits a group of attempts ran under;
+// `render` writes one limit with its unit (durations in µs/ms/s, so 1e-6 reads "1 µs").
 template <typename Value>
-std::string limits_phrase(const std::map<Value, int>& by_limit, const std::string& unit) {
+std::string limits_phrase(const std::map<Value, int>& by_limit, std::string (*render)(double)) {
     if (by_limit.empty()) return "";
     if (by_limit.size() == 1) {
         if (by_limit.begin()->first <= 0) return "";
-        return " at " + format_number(double(by_limit.begin()->first)) + unit;
+        return " at " + render(double(by_limit.begin()->first));
     }
     std::string s = " (";
     bool first = true;
     for (auto it = by_limit.rbegin(); it != by_limit.rend(); ++it) {
         s += (first ? "" : ", ") + std::to_string(it->second) + " at " +
-             (it->first > 0 ? format_number(double(it->first)) + unit : std::string("no limit"));
+             (it->first > 0 ? render(double(it->first)) : std::string("no limit"));
         first = false;
     }
     return s + ")";
 }
+
+// A configured time limit reads as set (6 significant digits), a token cap as its count.
+std::string seconds_limit(double s) { return format_duration(s, 6); }
+std::string token_limit(double n) { return format_number(n) + " tokens"; }
 
 std::string first_pass_phrase(const EvalRecord& r, const EvalScore& s) {
     std::map<double, int> timeouts;
@@ -92,10 +97,10 @@ std::string first_pass_phrase(const EvalRecord& r, const EvalScore& s) {
     }
     std::vector<std::string> parts;
     const VerdictCounts& v = s.first_pass_verdicts;
-    if (v.timeout) parts.push_back(plural(v.timeout, "timeout", "timeouts") + limits_phrase(timeouts, " s"));
+    if (v.timeout) parts.push_back(plural(v.timeout, "timeout", "timeouts") + limits_phrase(timeouts, seconds_limit));
     if (v.token_cap)
         parts.push_back(std::to_string(v.token_cap) + " " + verdict_noun(Verdict::token_cap, v.token_cap) +
-                        limits_phrase(caps, " tokens"));
+                        limits_phrase(caps, token_limit));
     if (v.fail) parts.push_back(plural(v.fail, "failure", "failures"));
     if (v.error) parts.push_back(plural(v.error, "error", "errors"));
     std::string out = "first pass " + std::to_string(s.first_pass_passed) + "/" + std::to_string(s.n_tasks);
@@ -123,7 +128,7 @@ std::string round_phrase(const EvalRecord& r, const RetryRound& round, const Rou
         for (const TaskRecord& t : r.tasks)
             for (const Attempt& a : t.attempts)
                 if (a.round == round.round) ++timeouts[a.timeout_s];
-        out += limits_phrase(timeouts, " s");
+        out += limits_phrase(timeouts, seconds_limit);
         if (round.max_tokens > 0) out += " with max tokens " + std::to_string(round.max_tokens);
     }
     return out + ": " + std::to_string(rs.passed_after) + "/" + std::to_string(n_tasks);

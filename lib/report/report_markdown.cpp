@@ -1,5 +1,6 @@
 #include "report/report_markdown.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "report/json_io.hpp"
@@ -21,6 +22,38 @@ std::string text_or(const json& v, const char* absent) {
     return v.is_null() || (v.is_string() && v.get<std::string>().empty()) ? absent : v.get<std::string>();
 }
 std::string num(const json& v) { return v.is_null() ? "unknown" : format_number(v.get<double>()); }
+// Measured durations with 3 significant digits in µs/ms/s; the JSON keeps the full value.
+std::string duration(const json& v) { return v.is_number() ? format_duration(v.get<double>()) : "unknown"; }
+// A configured time limit: 0 (or less) means no limit was set, which is not "0 s".
+std::string time_limit(const json& v) {
+    if (!v.is_number()) return "unknown";
+    return v.get<double>() > 0 ? format_duration(v.get<double>(), 6) : "none";
+}
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+// Keys naming seconds end in "_s" ("prefill_s"); rates end in "_per_s" ("decode_tokens_per_s").
+bool is_seconds_key(const std::string& key) { return ends_with(key, "_s") && !ends_with(key, "_per_s"); }
+// A free-form benchmark value in one cell: durations with units, other numbers with 4
+// significant digits, integers and text as they are.
+std::string scalar_cell(const std::string& key, const json& v) {
+    if (v.is_null()) return key == "largest_verified_input_tokens" ? "none verified" : "none";
+    if (v.is_string()) return md_cell(v.get<std::string>());
+    if (v.is_number_float()) return is_seconds_key(key) ? duration(v) : format_significant(v.get<double>(), 4);
+    return md_cell(v.dump());
+}
+const json& field(const json& obj, const char* key) {
+    static const json null_value;
+    if (!obj.is_object()) return null_value;
+    const auto it = obj.find(key);
+    return it == obj.end() ? null_value : *it;
+}
+
+// A context probe among the benchmarks (bench_probe.cpp writes these fields); a context probe is
+// what the "largest verified input" row reports on, so it must be told apart from "no probe ran".
+bool is_context_probe(const json& b) {
+    return field(b, "kind") == "context_probe" || b.contains("completed_input_tokens");
+}
 
 void artifact(std::string& md, const json& a) {
     md += "## Artifact\n\n";
@@ -99,7 +132,25 @@ void transport(std::string& md, const json& t) {
     }
 }
 
-void deployment(std::string& md, const json& d) {
+// The "largest input actually completed and verified" cell: the figure when there is one; "none
+// verified" beside what a probe did complete when one ran; "not measured" only when none ran.
+std::string verified_input_cell(const json& d, const json& benchmarks) {
+    if (!d["largest_verified_input_tokens"].is_null()) return d["largest_verified_input_tokens"].dump();
+    std::string probes;
+    for (const json& b : benchmarks) {
+        if (!is_context_probe(b)) continue;
+        const json& stated = field(b, "input_tokens_stated");
+        const json& completed = field(b, "completed_input_tokens");
+        std::string one = completed.is_number() ? "a " + completed.dump() + "-token input completed, not verified"
+                          : stated.is_number()  ? "the " + stated.dump() + "-token input did not complete"
+                                                : "the probe did not complete";
+        probes += (probes.empty() ? "" : "; ") + one;
+    }
+    if (probes.empty()) return "not measured (no context probe ran)";
+    return "none verified (" + probes + "; configured window " + d["configured_context_tokens"].dump() + " tokens)";
+}
+
+void deployment(std::string& md, const json& d, const json& benchmarks) {
     md += "## Deployment\n\n";
     MarkdownTable nodes({"node", "address", "layers", "backend"});
     for (const json& n : d["nodes"])
@@ -111,7 +162,7 @@ void deployment(std::string& md, const json& d) {
     ctx.row({"configured window (what memory was sized for; not an input that was run)",
              d["configured_context_tokens"].dump()});
     ctx.row({"largest input actually completed and verified",
-             int_or(d["largest_verified_input_tokens"], "not measured")});
+             verified_input_cell(d, benchmarks)});
     ctx.row({"model's context_length (metadata)", int_or(d["model_context_tokens"], "unknown")});
     md += ctx.str() + "\n";
     md += "KV cache type " + md_cell(d["kv_type"].get<std::string>()) + ", " + d["slots"].dump() + " slot(s).\n\n";
@@ -126,8 +177,9 @@ void memory(std::string& md, const json& records, const std::vector<MarkdownImag
         md += "Method: " + md_cell(m["method"].get<std::string>(), 2000) + ".\n\n";
         MarkdownTable t({"figure", "value", "from"});
         t.row({"sampled peak RSS", bytes_or_unknown(s["sampled_peak_rss_bytes"]),
-               "max of " + s["n_samples"].dump() + " samples, one every " + num(m["cadence_ms"]) + " ms over " +
-                   num(s["duration_s"]) + " s; at t = " + num(s["sampled_peak_t_s"]) + " s, context " +
+               "max of " + s["n_samples"].dump() + " samples, one every " +
+                   (m["cadence_ms"].is_number() ? format_duration(m["cadence_ms"].get<double>() / 1000) : "unknown") +
+                   " over " + duration(s["duration_s"]) + "; at t = " + duration(s["sampled_peak_t_s"]) + ", context " +
                    int_or(s["sampled_peak_context_tokens"], "unknown") + " tokens"});
         t.row({"kernel high-water mark (VmHWM)", bytes_or_unknown(s["kernel_hwm_bytes"]),
                "the kernel's figure for the whole process lifetime, not only the sampled window"});
@@ -142,6 +194,56 @@ void memory(std::string& md, const json& records, const std::vector<MarkdownImag
     for (const MarkdownImage& img : images) md += "![" + md_cell(img.caption) + "](" + img.path + ")\n\n";
 }
 
+// One row per run of a prompt length; the per-token timestamps stay in the JSON and the plots.
+void run_table(std::string& md, const json& runs) {
+    MarkdownTable t({"run", "warm-up", "prompt tokens", "output tokens", "prefill", "decode", "decode tok/s"});
+    size_t i = 0;
+    bool timestamps = false;
+    for (const json& r : runs) {
+        const json& warm = field(r, "warmup");
+        const json& rate = field(r, "decode_tokens_per_s");
+        t.row({std::to_string(++i), warm.is_boolean() ? (warm.get<bool>() ? "yes" : "no") : "—",
+               int_or(field(r, "prompt_tokens"), "—"), int_or(field(r, "output_tokens"), "—"),
+               field(r, "prefill_s").is_number() ? duration(field(r, "prefill_s")) : "—",
+               field(r, "decode_s").is_number() ? duration(field(r, "decode_s")) : "—",
+               rate.is_number() ? format_significant(rate.get<double>(), 4) : "—"});
+        timestamps = timestamps || field(r, "token_times_s").is_array();
+    }
+    md += t.str() + "\n";
+    if (timestamps)
+        md += "Per-token timestamps (`token_times_s`) are kept in the JSON report and drawn by `strata-report plot`.\n\n";
+}
+
+// One row per depth of a context probe, with the model's raw answer.
+void probe_table(std::string& md, const json& runs) {
+    MarkdownTable t({"depth", "fact at token", "input tokens", "completed", "recalled", "prefill", "answer"});
+    for (const json& r : runs) {
+        auto yes_no = [](const json& v) { return v.is_boolean() ? (v.get<bool>() ? "yes" : "no") : "—"; };
+        std::string answer = field(r, "error").is_string() ? "error: " + field(r, "error").get<std::string>()
+                             : field(r, "output").is_string() ? field(r, "output").get<std::string>()
+                                                              : "—";
+        if (answer.size() > 120) answer = answer.substr(0, 120) + "...";
+        t.row({scalar_cell("depth", field(r, "depth")), int_or(field(r, "fact_position_tokens"), "—"),
+               int_or(field(r, "input_tokens"), "—"), yes_no(field(r, "completed")), yes_no(field(r, "recalled")),
+               field(r, "prefill_s").is_number() ? duration(field(r, "prefill_s")) : "—", md_code(answer)});
+    }
+    md += t.str() + "\n";
+}
+
+// Median, min, max and standard deviation of each figure across the measured runs.
+void spread_table(std::string& md, const json& spread) {
+    MarkdownTable t({"figure (measured runs)", "median", "min", "max", "stddev", "runs"});
+    for (const auto& [k, v] : spread.items()) {
+        auto cell = [&](const char* stat) { return scalar_cell(k, field(v, stat)); };
+        t.row({md_cell(k), cell("median"), cell("min"), cell("max"), cell("stddev"), int_or(field(v, "n"), "—")});
+    }
+    md += t.str() + "\n";
+}
+
+bool is_run_list(const json& v) {
+    return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& r) { return r.is_object(); });
+}
+
 void benchmarks(std::string& md, const json& list) {
     if (list.empty()) return;
     md += "## Benchmarks\n\n";
@@ -150,11 +252,18 @@ void benchmarks(std::string& md, const json& list) {
         MarkdownTable t({"field", "value"});
         json nested = json::object();
         for (const auto& [k, v] : b.items()) {
-            if (k == "name") continue;
+            if (k == "name" || k == "kind" || k == "runs" || (k == "spread" && v.is_object())) continue;
             if (v.is_structured()) nested[k] = v;
-            else t.row({md_cell(k), md_cell(v.is_string() ? v.get<std::string>() : v.dump())});
+            else t.row({md_cell(k), scalar_cell(k, v)});
         }
         if (!t.empty()) md += t.str() + "\n";
+        if (b.contains("spread") && b["spread"].is_object()) spread_table(md, b["spread"]);
+        if (b.contains("runs") && is_run_list(b["runs"])) {
+            if (is_context_probe(b)) probe_table(md, b["runs"]);
+            else run_table(md, b["runs"]);
+        } else if (b.contains("runs")) {
+            nested["runs"] = b["runs"];
+        }
         if (!nested.empty()) md += "```json\n" + nested.dump(2, ' ', false, json::error_handler_t::replace) + "\n```\n\n";
     }
 }
@@ -162,7 +271,7 @@ void benchmarks(std::string& md, const json& list) {
 std::string sampling_brief(const json& a) {
     const json& s = a["sampling"];
     return "temp " + num(s["temperature"]) + ", top-p " + num(s["top_p"]) + ", top-k " + s["top_k"].dump() + ", seed " +
-           s["seed"].dump() + ", max " + s["max_tokens"].dump() + " tokens, timeout " + num(a["timeout_s"]) + " s";
+           s["seed"].dump() + ", max " + s["max_tokens"].dump() + " tokens, timeout " + time_limit(a["timeout_s"]);
 }
 
 std::string counts_brief(const json& c) {
@@ -192,7 +301,7 @@ void evaluations(std::string& md, const json& list) {
             for (const json& r : e["rounds"]) {
                 std::string verdicts;
                 for (const json& v : r["retry_verdicts"]) verdicts += (verdicts.empty() ? "" : ", ") + v.get<std::string>();
-                rounds.row({r["round"].dump(), md_cell(r["label"].get<std::string>()), verdicts, num(r["timeout_s"]) + " s",
+                rounds.row({r["round"].dump(), md_cell(r["label"].get<std::string>()), verdicts, time_limit(r["timeout_s"]),
                             r["max_tokens"].get<int64_t>() > 0 ? r["max_tokens"].dump() : "as first pass"});
             }
             md += rounds.str() + "\n";
@@ -207,9 +316,9 @@ void evaluations(std::string& md, const json& list) {
             std::string retries;
             for (size_t i = 1; i < attempts.size(); ++i)
                 retries += (i > 1 ? "; " : "") + std::string("round ") + attempts[i]["round"].dump() + ": " +
-                           attempts[i]["verdict"].get<std::string>() + " (" + num(attempts[i]["wall_s"]) + " s)";
+                           attempts[i]["verdict"].get<std::string>() + " (" + duration(attempts[i]["wall_s"]) + ")";
             tasks.row({md_cell(t["id"].get<std::string>()), md_cell(t["kind"].get<std::string>()),
-                       attempts[0]["verdict"].get<std::string>() + " (" + num(attempts[0]["wall_s"]) + " s)",
+                       attempts[0]["verdict"].get<std::string>() + " (" + duration(attempts[0]["wall_s"]) + ")",
                        sampling_brief(attempts[0]), retries.empty() ? "—" : retries});
         }
         md += tasks.str() + "\n";
@@ -233,7 +342,7 @@ std::string render_markdown(std::string_view text, const std::vector<MarkdownIma
     artifact(md, doc["artifact"]);
     runtime(md, doc["runtime"]);
     transport(md, doc["transport"]);
-    deployment(md, doc["deployment"]);
+    deployment(md, doc["deployment"], doc["benchmarks"]);
     memory(md, doc["memory"], images);
     benchmarks(md, doc["benchmarks"]);
     evaluations(md, doc["evaluations"]);

@@ -69,7 +69,19 @@ def test_timeouts_are_failures_in_the_denominator_and_retries_have_their_own_lim
         assert first["timeout_s"] == 0.000001 and retry["timeout_s"] == 60 and retry["round"] == 1
         if retry["verdict"] in ("pass", "fail"):
             assert retry["sandbox"]["limits"]["cpu_seconds"] > 0  # the code ran in the sandbox
-    assert f"{n} timeouts at 1e-06 s" in s["summary"] and "60 s" in s["summary"]
+    assert f"{n} timeouts at 1 µs" in s["summary"] and "60 s" in s["summary"]
+    md = out.with_suffix(".md").read_text()
+    assert "timeout 1 µs" in md and "e-06" not in md  # the JSON keeps 1e-06; the Markdown reads it
+
+
+def test_no_timeout_reads_none_in_the_markdown(model, tmp_path):
+    out = tmp_path / "none.json"
+    run("strata-eval", model, SUITES / "math-small.jsonl", "-o", out, "--max-tokens", "4", "--retry-failed")
+    doc = _load_valid(out)
+    assert all(a["timeout_s"] == 0 for t in doc["evaluations"][0]["tasks"] for a in t["attempts"])
+    md = out.with_suffix(".md").read_text()
+    assert "timeout none" in md and "timeout 0 s" not in md
+    assert "| retry the failures with the first-pass limits | fail, token_cap, error | none |" in md
 
 
 def test_compare_refuses_different_sampling_and_force_prints_differences_first(model, tmp_path):

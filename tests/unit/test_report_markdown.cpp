@@ -104,8 +104,8 @@ TEST_CASE("report markdown: labels are unverified, transport sides are kept apar
 TEST_CASE("report markdown: context, memory and scores each keep their qualifiers") {
     const std::string md = render_markdown(report_to_json(small_report()));
     CHECK(has(md, "configured window (what memory was sized for; not an input that was run) | 1048576 |"));
-    CHECK(has(md, "largest input actually completed and verified | not measured |"));
-    CHECK(has(md, "| sampled peak RSS | 2.00 GiB (2147483648 B) | max of 2 samples, one every 250 ms over 0.5 s; at t = 0.5 s, context 4096 tokens |"));
+    CHECK(has(md, "largest input actually completed and verified | not measured (no context probe ran) |"));
+    CHECK(has(md, "| sampled peak RSS | 2.00 GiB (2147483648 B) | max of 2 samples, one every 250 ms over 500 ms; at t = 500 ms, context 4096 tokens |"));
     CHECK(has(md, "kernel high-water mark (VmHWM) | 5.00 GiB (5368709120 B)"));
     CHECK(has(md, "**first pass 1/2 (1 timeout at 600 s); after retrying the 1 timeout at 1800 s: 2/2**"));
     CHECK(has(md, "| first pass (never replaced) | 1 | 2 |"));
@@ -125,4 +125,103 @@ TEST_CASE("report markdown: an invalid report is refused with its problems") {
     } catch (const strata::Error& e) {
         CHECK(std::string(e.what()).find("/artifact/labels/verified") != std::string::npos);
     }
+}
+
+TEST_CASE("report markdown: durations read with 3 significant digits in µs, ms or s") {
+    CHECK(format_duration(0) == "0 s");
+    CHECK(format_duration(0.000123456) == "123 µs");
+    CHECK(format_duration(0.0000012345) == "1.23 µs");
+    CHECK(format_duration(0.0123456) == "12.3 ms");
+    CHECK(format_duration(0.9996) == "1 s");
+    CHECK(format_duration(2.5) == "2.5 s");
+    CHECK(format_duration(1234.6) == "1235 s");  // no integer digit dropped
+    CHECK(format_duration(1e-6, 6) == "1 µs");
+    CHECK(format_duration(600, 6) == "600 s");
+    CHECK(format_significant(1234.5678, 4) == "1235");
+    CHECK(format_significant(0.000123456, 3) == "0.000123");
+}
+
+namespace {
+
+// small_report() with a benchmark as strata-bench writes one: a prompt length with a warm-up and
+// two measured runs, and (when asked) a context probe that completed but recalled nothing.
+std::string bench_report(bool with_probe, bool verified = false) {
+    Report r = small_report();
+    r.benchmarks.clear();
+    r.evaluations.clear();
+    r.benchmarks.push_back(R"({"name": "prompt 128 tokens, generate 4", "kind": "prompt_length",
+        "spread": {"prefill_s": {"n": 2, "min": 0.000123456, "median": 0.0002, "max": 0.0003, "stddev": 0.00001},
+                   "decode_tokens_per_s": {"n": 2, "min": 1234.5678, "median": 1300.0, "max": 1400.25, "stddev": 12.3456}},
+        "runs": [
+          {"label": "w", "warmup": true, "prompt_tokens": 128, "output_tokens": 4, "prefill_s": 0.000123456,
+           "decode_s": 0.0123456, "decode_tokens_per_s": 243.0001, "token_times_s": [0.001, 0.002, 0.003, 0.004]},
+          {"label": "r1", "warmup": false, "prompt_tokens": 128, "output_tokens": 4, "prefill_s": 1.5,
+           "decode_s": 2.25, "decode_tokens_per_s": 1.3333333, "token_times_s": [1.6, 2.0, 2.8, 3.7]}]})");
+    if (with_probe) {
+        r.deployment.configured_context_tokens = 1040;
+        if (verified) r.deployment.largest_verified_input_tokens = 1024;
+        r.benchmarks.push_back(R"({"name": "context probe 1024 tokens", "kind": "context_probe",
+            "input_tokens_stated": 1024, "configured_context_tokens": 1040, "completed_input_tokens": 1024,
+            "largest_verified_input_tokens": null,
+            "runs": [{"depth": 0.5, "fact_position_tokens": 500, "input_tokens": 1024, "completed": true,
+                      "recalled": false, "prefill_s": 0.5, "output": "no | idea"}]})");
+    }
+    return report_to_json(r);
+}
+
+}  // namespace
+
+TEST_CASE("report markdown: a context probe that did not verify says 'none verified', never 'not measured'") {
+    const std::string md = render_markdown(bench_report(true));
+    CHECK(has(md, "| largest input actually completed and verified | none verified (a 1024-token input completed, "
+                  "not verified; configured window 1040 tokens) |"));
+    CHECK_FALSE(has(md, "not measured"));
+    CHECK(has(md, "| largest_verified_input_tokens | none verified |"));
+    CHECK(has(md, "| depth | fact at token | input tokens | completed | recalled | prefill | answer |"));
+    CHECK(has(md, "| 0.5 | 500 | 1024 | yes | no | 500 ms | `no \\| idea` |"));
+
+    const std::string verified = render_markdown(bench_report(true, true));
+    CHECK(has(verified, "| largest input actually completed and verified | 1024 |"));
+    const std::string no_probe = render_markdown(bench_report(false));
+    CHECK(has(no_probe, "| largest input actually completed and verified | not measured (no context probe ran) |"));
+}
+
+TEST_CASE("report markdown: benchmark runs as a table, timestamps left to the JSON and the plots") {
+    const std::string md = render_markdown(bench_report(false));
+    CHECK(has(md, "| run | warm-up | prompt tokens | output tokens | prefill | decode | decode tok/s |"));
+    CHECK(has(md, "| 1 | yes | 128 | 4 | 123 µs | 12.3 ms | 243 |"));
+    CHECK(has(md, "| 2 | no | 128 | 4 | 1.5 s | 2.25 s | 1.333 |"));
+    CHECK(has(md, "Per-token timestamps (`token_times_s`) are kept in the JSON report and drawn by `strata-report plot`."));
+    CHECK(has(md, "| prefill_s | 200 µs | 123 µs | 300 µs | 10 µs | 2 |"));
+    CHECK(has(md, "| decode_tokens_per_s | 1300 | 1235 | 1400 | 12.35 | 2 |"));
+    CHECK_FALSE(has(md, "```json"));  // no raw dump of the runs
+    CHECK_FALSE(has(md, "0.001, 0.002"));
+    CHECK_FALSE(has(md, "| kind |"));
+    // The JSON keeps every value in full.
+    CHECK(bench_report(false).find("0.000123456") != std::string::npos);
+}
+
+TEST_CASE("report markdown: a timeout of 0 (no timeout) reads 'none', not '0 s'") {
+    Report r = small_report();
+    r.benchmarks.clear();
+    r.evaluations.clear();
+    EvalRecord e;
+    e.name = "math";
+    add_task(e, "a", "math", "1+1=");
+    Attempt a;
+    a.sampling = {0, 1, 0, 7, 16};
+    a.timeout_s = 0;
+    a.wall_s = 0.000042;
+    a.verdict = Verdict::fail;
+    record_attempt(e, "a", a);
+    const int round = begin_retry_round(e, "retry failures", {Verdict::fail}, 0, 0);
+    a.round = round;
+    record_attempt(e, "a", a);
+    r.evaluations.push_back(eval_record_json(e));
+    const std::string md = render_markdown(report_to_json(r));
+    CHECK(has(md, "max 16 tokens, timeout none"));
+    CHECK(has(md, "| retry failures | fail | none |"));
+    CHECK(has(md, "fail (42 µs)"));
+    CHECK_FALSE(has(md, "timeout 0 s"));
+    CHECK_FALSE(has(md, "| 0 s |"));
 }
