@@ -101,7 +101,7 @@ Deployment pipeline_deployment(strata::model& m, const std::string& plan_text, i
                 if (!at(obs, k).is_null()) o["other"][k] = as_text(at(obs, k));
             links.push_back({{"from", "head"}, {"to", name}, {"kind", kind}, {"configured", c}, {"observed", o}});
         }
-    for (const char* k : {"n_batch", "heartbeat_ms", "peer_timeout_ms", "protocol_version", "planned_by"})
+    for (const char* k : {"n_batch", "wire_dtype", "heartbeat_ms", "peer_timeout_ms", "protocol_version", "planned_by"})
         for (json& l : links)
             if (!at(plan, k).is_null()) l["configured"]["other"][k] = as_text(at(plan, k));
     Deployment d;

@@ -30,7 +30,7 @@ using json = nlohmann::json;
 
 const char* kUsage =
     "usage: strata-eval MODEL [MORE-SHARDS...] SUITE.jsonl -o REPORT.json [--worker HOST:PORT ...]\n"
-    "                   [--layers A:B,...] [--key-file F] [--timeout S] [--retry-failed]\n"
+    "                   [--layers A:B,...] [--key-file F] [--wire f16|bf16|f32] [--timeout S] [--retry-failed]\n"
     "                   [--retry-timeouts --retry-timeout S2] [--temp T] [--top-p P] [--top-k K]\n"
     "                   [--seed S] [--max-tokens N] [--ctx N] [--threads N] [--name NAME]\n"
     "                   [--sandbox-cpu S] [--sandbox-wall S] [--sandbox-memory-mib N]\n"
@@ -70,8 +70,18 @@ double number(const std::string& flag, const std::string& text, double lo, doubl
     throw UsageError(flag + " needs a number from " + json(lo).dump() + " to " + json(hi).dump() + ", got '" + text + "'");
 }
 
+// --wire: the type hidden states travel in between stages (f32 keeps the logits bit-identical
+// to one process; f16, the default, halves the bytes).
+int32_t wire_dtype(const std::string& name) {
+    if (name == "f16") return STRATA_WIRE_F16;
+    if (name == "bf16") return STRATA_WIRE_BF16;
+    if (name == "f32") return STRATA_WIRE_F32;
+    throw UsageError("--wire must be f16, bf16 or f32, got '" + name + "'");
+}
+
 Options parse_args(int argc, char** argv) {
     Options o;
+    bool wire_given = false;
     std::vector<std::string> positional;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -83,6 +93,10 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--worker") o.pipeline.workers.push_back(value());
         else if (a == "--layers") o.pipeline.layers = value();
         else if (a == "--key-file") o.pipeline.key_file = value();
+        else if (a == "--wire") {
+            o.pipeline.wire_dtype = wire_dtype(value());
+            wire_given = true;
+        }
         else if (a == "--timeout") o.timeout_s = number(a, value(), 0, 1e7);
         else if (a == "--retry-failed") o.retry_failed = true;
         else if (a == "--retry-timeouts") o.retry_timeouts = true;
@@ -112,8 +126,8 @@ Options parse_args(int argc, char** argv) {
     if (o.out.empty()) throw UsageError("-o REPORT.json is required");
     if (o.retry_timeouts != o.retry_timeout_s.has_value())
         throw UsageError("--retry-timeouts and --retry-timeout S2 go together");
-    if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty()))
-        throw UsageError("--layers and --key-file need at least one --worker");
+    if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty() || wire_given))
+        throw UsageError("--layers, --key-file and --wire need at least one --worker");
     if (o.name.empty()) o.name = o.suite.substr(o.suite.find_last_of('/') == std::string::npos ? 0 : o.suite.find_last_of('/') + 1);
     return o;
 }
