@@ -38,7 +38,7 @@ bool is_seconds_key(const std::string& key) { return ends_with(key, "_s") && !en
 // significant digits, integers and text as they are.
 std::string scalar_cell(const std::string& key, const json& v) {
     if (v.is_null()) return key == "largest_verified_input_tokens" ? "none verified" : "none";
-    if (v.is_string()) return md_cell(v.get<std::string>());
+    if (v.is_string()) return md_cell(v.get<std::string>(), 1000);  // a method or result is read whole
     if (v.is_number_float()) return is_seconds_key(key) ? duration(v) : format_significant(v.get<double>(), 4);
     return md_cell(v.dump());
 }
