@@ -11,6 +11,9 @@ cd "$STRATA_ROOT"
 
 ensure_build_packages
 ensure_packages clang libclang-rt-14-dev
+# The pipeline tests use them: `ip netns` (network namespaces, when root) and `openssl` (TLS
+# test certificates). Without them those tests skip with the reason.
+ensure_packages iproute2 openssl
 ensure_venv
 
 log "stage 1/3: full build and tests (build/)"
