@@ -1,5 +1,7 @@
 #include "report/png_encoder.hpp"
 
+#include <zlib.h>
+
 #include <array>
 #include <string>
 
@@ -45,23 +47,6 @@ uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes) {
     return c ^ 0xFFFFFFFFu;
 }
 
-uint32_t adler32_update(uint32_t adler, std::span<const uint8_t> bytes) {
-    constexpr uint32_t kMod = 65521;
-    uint32_t a = adler & 0xFFFF, b = adler >> 16;
-    // 5552 bytes is the most that can be summed before b may overflow 32 bits (zlib's NMAX).
-    size_t i = 0;
-    while (i < bytes.size()) {
-        const size_t end = std::min(bytes.size(), i + 5552);
-        for (; i < end; ++i) {
-            a += bytes[i];
-            b += a;
-        }
-        a %= kMod;
-        b %= kMod;
-    }
-    return (b << 16) | a;
-}
-
 std::vector<uint8_t> encode_png_rgb(uint32_t width, uint32_t height, std::span<const uint8_t> rgb) {
     // 16384 x 16384 keeps every size below in 32 bits with room to spare.
     if (width == 0 || height == 0 || width > 16384 || height > 16384)
@@ -77,22 +62,12 @@ std::vector<uint8_t> encode_png_rgb(uint32_t width, uint32_t height, std::span<c
         raw.insert(raw.end(), rgb.begin() + std::ptrdiff_t(y * row), rgb.begin() + std::ptrdiff_t((y + 1) * row));
     }
 
-    // zlib stream: header (deflate, 32K window, no dictionary, FCHECK so the 16-bit value is a
-    // multiple of 31), stored blocks of at most 65535 bytes, Adler-32 of the raw data.
-    std::vector<uint8_t> z = {0x78, 0x01};
-    size_t pos = 0;
-    do {
-        const size_t n = std::min<size_t>(65535, raw.size() - pos);
-        const bool last = pos + n == raw.size();
-        z.push_back(last ? 1 : 0);  // BFINAL, BTYPE = 00 (stored)
-        z.push_back(uint8_t(n));
-        z.push_back(uint8_t(n >> 8));
-        z.push_back(uint8_t(~n));
-        z.push_back(uint8_t(~n >> 8));
-        z.insert(z.end(), raw.begin() + std::ptrdiff_t(pos), raw.begin() + std::ptrdiff_t(pos + n));
-        pos += n;
-    } while (pos < raw.size());
-    put_be32(z, adler32_update(1, raw));
+    // The zlib stream (header, deflate, Adler-32) that IDAT holds.
+    uLongf z_size = compressBound(uLong(raw.size()));
+    std::vector<uint8_t> z(z_size);
+    if (compress2(z.data(), &z_size, raw.data(), uLong(raw.size()), Z_BEST_COMPRESSION) != Z_OK)
+        fail(Status::internal, "zlib could not compress the PNG image data");
+    z.resize(z_size);
 
     std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
     std::vector<uint8_t> ihdr;

@@ -1,6 +1,5 @@
-// A minimal PNG writer for the report plots: 8-bit RGB, no filtering, the image data in zlib
-// "stored" (uncompressed) deflate blocks. Plots are small, so size does not matter; what matters
-// is that any PNG reader opens them without a compression library.
+// A minimal PNG writer for the report plots: 8-bit RGB, filter None, the image data deflated by
+// zlib (a plot is mostly flat background: a 1000 x 600 plot shrinks from 1.8 MB to a few KB).
 #pragma once
 
 #include <cstddef>
@@ -12,9 +11,6 @@ namespace strata::report {
 
 // CRC-32 (ISO-HDLC, the one PNG and zlib use), continued from `crc` (0 to start).
 uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> bytes);
-
-// Adler-32 as zlib defines it, continued from `adler` (1 to start).
-uint32_t adler32_update(uint32_t adler, std::span<const uint8_t> bytes);
 
 // PNG bytes of a width x height RGB image (rgb: 3 bytes per pixel, rows top to bottom).
 // Throws Error invalid_argument for a zero or oversize dimension or a short buffer.
