@@ -20,6 +20,7 @@
 #include "bench_probe.hpp"
 #include "bench_run.hpp"
 #include "bench_stats.hpp"
+#include "cli_args.hpp"
 #include "report_sections.hpp"
 #include "strata/strata.hpp"
 
@@ -53,37 +54,15 @@ struct Options {
     int32_t cadence_ms = 50;
 };
 
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-double number(const std::string& flag, const std::string& text, double lo, double hi) {
-    try {
-        size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v >= lo && v <= hi) return v;
-    } catch (const std::exception&) {
-    }
-    throw UsageError(flag + " needs a number from " + json(lo).dump() + " to " + json(hi).dump() + ", got '" + text + "'");
-}
 
 template <typename T>
 std::vector<T> list(const std::string& flag, const std::string& text, double lo, double hi) {
     std::vector<T> out;
     std::stringstream in(text);
     std::string item;
-    while (std::getline(in, item, ',')) out.push_back(T(number(flag, item, lo, hi)));
-    if (out.empty() || out.size() > 32) throw UsageError(flag + " needs 1 to 32 comma-separated values");
+    while (std::getline(in, item, ',')) out.push_back(T(cli::number(flag, item, lo, hi)));
+    if (out.empty() || out.size() > 32) throw cli::usage_error(flag + " needs 1 to 32 comma-separated values");
     return out;
-}
-
-// --wire: the type hidden states travel in between stages (f32 keeps the logits bit-identical
-// to one process; f16, the default, halves the bytes).
-int32_t wire_dtype(const std::string& name) {
-    if (name == "f16") return STRATA_WIRE_F16;
-    if (name == "bf16") return STRATA_WIRE_BF16;
-    if (name == "f32") return STRATA_WIRE_F32;
-    throw UsageError("--wire must be f16, bf16 or f32, got '" + name + "'");
 }
 
 Options parse_args(int argc, char** argv) {
@@ -91,45 +70,33 @@ Options parse_args(int argc, char** argv) {
     bool wire_given = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw UsageError(a + " needs a value");
-            return argv[++i];
-        };
+        auto value = [&] { return cli::value(argc, argv, i); };
+        if (cli::pipeline_option(a, value, o.pipeline, wire_given)) continue;
         if (a == "-o") o.out = value();
-        else if (a == "--worker") o.pipeline.workers.push_back(value());
-        else if (a == "--layers") o.pipeline.layers = value();
-        else if (a == "--key-file") o.pipeline.key_file = value();
-        else if (a == "--wire") {
-            o.pipeline.wire_dtype = wire_dtype(value());
-            wire_given = true;
-        }
-        else if (a == "--repeat") o.repeat = int(number(a, value(), 1, 10000));
-        else if (a == "--warmup") o.warmup = int(number(a, value(), 0, 10000));
+        else if (a == "--repeat") o.repeat = int(cli::number(a, value(), 1, 10000));
+        else if (a == "--warmup") o.warmup = int(cli::number(a, value(), 0, 10000));
         else if (a == "--prompt-tokens") o.prompt_tokens = list<int64_t>(a, value(), 1, 1 << 30);
-        else if (a == "--gen-tokens") o.gen_tokens = int32_t(number(a, value(), 1, 1 << 24));
-        else if (a == "--context-probe") o.probe_tokens = int64_t(number(a, value(), 16, 1 << 30));
+        else if (a == "--gen-tokens") o.gen_tokens = int32_t(cli::number(a, value(), 1, 1 << 24));
+        else if (a == "--context-probe") o.probe_tokens = int64_t(cli::number(a, value(), 16, 1 << 30));
         else if (a == "--probe-depths") o.probe_depths = list<double>(a, value(), 0, 1);
-        else if (a == "--ctx") o.n_ctx = int64_t(number(a, value(), 1, 1 << 30));
-        else if (a == "--threads") o.threads = int32_t(number(a, value(), 0, 4096));
-        else if (a == "--memory-cadence-ms") o.cadence_ms = int32_t(number(a, value(), 1, 3600000));
-        else if (a == "-h" || a == "--help") {
-            std::cout << kUsage;
-            std::exit(0);
-        } else if (a.size() > 1 && a[0] == '-') throw UsageError("unknown option " + a);
+        else if (a == "--ctx") o.n_ctx = int64_t(cli::number(a, value(), 1, 1 << 30));
+        else if (a == "--threads") o.threads = int32_t(cli::number(a, value(), 0, 4096));
+        else if (a == "--memory-cadence-ms") o.cadence_ms = int32_t(cli::number(a, value(), 1, 3600000));
+        else if (a == "-h" || a == "--help") cli::help(kUsage);
+        else if (a.size() > 1 && a[0] == '-') throw cli::usage_error("unknown option " + a);
         else o.model.push_back(a);
     }
-    if (o.model.empty()) throw UsageError("no model file given");
-    if (o.out.empty()) throw UsageError("-o REPORT.json is required");
-    if (o.probe_depths.size() > 6) throw UsageError("--probe-depths takes at most 6 depths");
+    if (o.model.empty()) throw cli::usage_error("no model file given");
+    if (o.out.empty()) throw cli::usage_error("-o REPORT.json is required");
+    if (o.probe_depths.size() > 6) throw cli::usage_error("--probe-depths takes at most 6 depths");
     int64_t need = 0;
     for (int64_t p : o.prompt_tokens) need = std::max(need, p + o.gen_tokens);
     need = std::max(need, o.probe_tokens + 16);
     if (o.n_ctx == 0) o.n_ctx = need;
     else if (o.n_ctx < need)
-        throw UsageError("--ctx " + std::to_string(o.n_ctx) + " cannot hold the longest run (" + std::to_string(need) +
+        throw cli::usage_error("--ctx " + std::to_string(o.n_ctx) + " cannot hold the longest run (" + std::to_string(need) +
                          " tokens)");
-    if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty() || wire_given))
-        throw UsageError("--layers, --key-file and --wire need at least one --worker");
+    cli::check_pipeline_options(o.pipeline, wire_given);
     return o;
 }
 
@@ -240,13 +207,7 @@ int run(const Options& o) {
 }  // namespace
 
 int run_model_bench(int argc, char** argv) {
-    Options o;
-    try {
-        o = parse_args(argc, argv);
-    } catch (const UsageError& e) {
-        std::cerr << "strata-bench: " << e.what() << "\n" << kUsage;
-        return 2;
-    }
+    const Options o = cli::parse_or_exit("strata-bench", kUsage, [&] { return parse_args(argc, argv); });
     try {
         return run(o);
     } catch (const strata::error& e) {

@@ -38,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_args.hpp"
 #include "strata/strata.hpp"
 
 extern char** environ;
@@ -75,19 +76,9 @@ struct Options {
     std::vector<std::string> argv;
 };
 
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
 int parse_int(const std::string& flag, const std::string& text, int min) {
-    try {
-        size_t used = 0;
-        const long long v = std::stoll(text, &used);
-        if (used != text.size() || v < min || v > (1LL << 30)) throw std::invalid_argument(text);
-        return int(v);
-    } catch (const std::exception&) {
-        throw UsageError(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
-    }
+    if (const auto v = cli::to_number<long long>(text); v && *v >= min && *v <= (1LL << 30)) return int(*v);
+    throw cli::usage_error(flag + " needs an integer >= " + std::to_string(min) + ", got '" + text + "'");
 }
 
 Options parse_args(int argc, char** argv) {
@@ -95,13 +86,10 @@ Options parse_args(int argc, char** argv) {
     o.argv.assign(argv, argv + argc);
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        auto value = [&]() {
-            if (i + 1 >= argc) throw UsageError(a + " needs a value");
-            return std::string(argv[++i]);
-        };
+        auto value = [&] { return cli::value(argc, argv, i); };
         if (a == "--model" || a == "-m") {
             while (i + 1 < argc && argv[i + 1][0] != '-') o.model.push_back(argv[++i]);
-            if (o.model.empty()) throw UsageError("--model needs at least one shard");
+            if (o.model.empty()) throw cli::usage_error("--model needs at least one shard");
         } else if (a == "--stages") o.stages = parse_int(a, value(), 2);
         else if (a == "--prompt-tokens") o.prompt_tokens = parse_int(a, value(), 2);
         else if (a == "--gen-tokens") o.gen_tokens = parse_int(a, value(), 1);
@@ -114,15 +102,13 @@ Options parse_args(int argc, char** argv) {
         else if (a == "-o" || a == "--output") o.out = value();
         else if (a == "--heartbeat-ms") o.heartbeat_ms = parse_int(a, value(), 1);
         else if (a == "--peer-timeout-ms") o.peer_timeout_ms = parse_int(a, value(), 1);
-        else if (a == "-h" || a == "--help") {
-            std::cout << kUsage;
-            std::exit(0);
-        } else throw UsageError("unknown argument " + a);
+        else if (a == "-h" || a == "--help") cli::help(kUsage);
+        else throw cli::usage_error("unknown argument " + a);
     }
-    if (o.model.empty()) throw UsageError("--model SHARD is required");
+    if (o.model.empty()) throw cli::usage_error("--model SHARD is required");
     if (o.n_ctx == 0) o.n_ctx = int64_t(o.prompt_tokens) + o.gen_tokens + 8;
     if (o.n_ctx < int64_t(o.prompt_tokens) + o.gen_tokens + 1)
-        throw UsageError("--ctx " + std::to_string(o.n_ctx) + " cannot hold the prompt and the generated tokens");
+        throw cli::usage_error("--ctx " + std::to_string(o.n_ctx) + " cannot hold the prompt and the generated tokens");
     return o;
 }
 
@@ -535,13 +521,7 @@ std::string markdown(const json& r) {
 }  // namespace
 
 int bench_pipeline_main(int argc, char** argv) {
-    Options o;
-    try {
-        o = parse_args(argc, argv);
-    } catch (const UsageError& e) {
-        std::cerr << "strata-bench pipeline: " << e.what() << "\n" << kUsage;
-        return 2;
-    }
+    const Options o = cli::parse_or_exit("strata-bench pipeline", kUsage, [&] { return parse_args(argc, argv); });
     std::string command = "strata-bench";
     for (const auto& a : o.argv) command += " " + a;
     const std::string worker_binary = o.worker_binary.empty() ? self_dir() + "/strata-worker" : o.worker_binary;

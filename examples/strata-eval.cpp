@@ -19,6 +19,7 @@
 
 #include "eval_attempt.hpp"
 #include "eval_suite.hpp"
+#include "cli_args.hpp"
 #include "report_sections.hpp"
 #include "strata/strata.hpp"
 
@@ -56,28 +57,6 @@ struct Options {
     int32_t cadence_ms = 100;
 };
 
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-double number(const std::string& flag, const std::string& text, double lo, double hi) {
-    try {
-        size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && v >= lo && v <= hi) return v;
-    } catch (const std::exception&) {
-    }
-    throw UsageError(flag + " needs a number from " + json(lo).dump() + " to " + json(hi).dump() + ", got '" + text + "'");
-}
-
-// --wire: the type hidden states travel in between stages (f32 keeps the logits bit-identical
-// to one process; f16, the default, halves the bytes).
-int32_t wire_dtype(const std::string& name) {
-    if (name == "f16") return STRATA_WIRE_F16;
-    if (name == "bf16") return STRATA_WIRE_BF16;
-    if (name == "f32") return STRATA_WIRE_F32;
-    throw UsageError("--wire must be f16, bf16 or f32, got '" + name + "'");
-}
 
 Options parse_args(int argc, char** argv) {
     Options o;
@@ -85,49 +64,37 @@ Options parse_args(int argc, char** argv) {
     std::vector<std::string> positional;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw UsageError(a + " needs a value");
-            return argv[++i];
-        };
+        auto value = [&] { return cli::value(argc, argv, i); };
+        if (cli::pipeline_option(a, value, o.pipeline, wire_given)) continue;
         if (a == "-o") o.out = value();
-        else if (a == "--worker") o.pipeline.workers.push_back(value());
-        else if (a == "--layers") o.pipeline.layers = value();
-        else if (a == "--key-file") o.pipeline.key_file = value();
-        else if (a == "--wire") {
-            o.pipeline.wire_dtype = wire_dtype(value());
-            wire_given = true;
-        }
-        else if (a == "--timeout") o.timeout_s = number(a, value(), 0, 1e7);
+        else if (a == "--timeout") o.timeout_s = cli::number(a, value(), 0, 1e7);
         else if (a == "--retry-failed") o.retry_failed = true;
         else if (a == "--retry-timeouts") o.retry_timeouts = true;
-        else if (a == "--retry-timeout") o.retry_timeout_s = number(a, value(), 0, 1e7);
-        else if (a == "--temp") o.sampling.temperature = number(a, value(), 0, 100);
-        else if (a == "--top-p") o.sampling.top_p = number(a, value(), 0, 1);
-        else if (a == "--top-k") o.sampling.top_k = int64_t(number(a, value(), 0, 1 << 30));
-        else if (a == "--seed") o.sampling.seed = uint64_t(number(a, value(), 0, 9e15));
-        else if (a == "--max-tokens") o.sampling.max_tokens = int64_t(number(a, value(), 1, 1 << 24));
-        else if (a == "--ctx") o.n_ctx = int64_t(number(a, value(), 0, 1e9));
-        else if (a == "--threads") o.threads = int32_t(number(a, value(), 0, 4096));
+        else if (a == "--retry-timeout") o.retry_timeout_s = cli::number(a, value(), 0, 1e7);
+        else if (a == "--temp") o.sampling.temperature = cli::number(a, value(), 0, 100);
+        else if (a == "--top-p") o.sampling.top_p = cli::number(a, value(), 0, 1);
+        else if (a == "--top-k") o.sampling.top_k = int64_t(cli::number(a, value(), 0, 1 << 30));
+        else if (a == "--seed") o.sampling.seed = uint64_t(cli::number(a, value(), 0, 9e15));
+        else if (a == "--max-tokens") o.sampling.max_tokens = int64_t(cli::number(a, value(), 1, 1 << 24));
+        else if (a == "--ctx") o.n_ctx = int64_t(cli::number(a, value(), 0, 1e9));
+        else if (a == "--threads") o.threads = int32_t(cli::number(a, value(), 0, 4096));
         else if (a == "--name") o.name = value();
-        else if (a == "--sandbox-cpu") o.sandbox.cpu_seconds = number(a, value(), 0.01, 86400);
-        else if (a == "--sandbox-wall") o.sandbox.wall_seconds = number(a, value(), 0.01, 86400);
-        else if (a == "--sandbox-memory-mib") o.sandbox.address_space_bytes = uint64_t(number(a, value(), 16, 1 << 20)) << 20;
-        else if (a == "--memory-cadence-ms") o.cadence_ms = int32_t(number(a, value(), 1, 3600000));
-        else if (a == "-h" || a == "--help") {
-            std::cout << kUsage;
-            std::exit(0);
-        } else if (a.size() > 1 && a[0] == '-') throw UsageError("unknown option " + a);
+        else if (a == "--sandbox-cpu") o.sandbox.cpu_seconds = cli::number(a, value(), 0.01, 86400);
+        else if (a == "--sandbox-wall") o.sandbox.wall_seconds = cli::number(a, value(), 0.01, 86400);
+        else if (a == "--sandbox-memory-mib") o.sandbox.address_space_bytes = uint64_t(cli::number(a, value(), 16, 1 << 20)) << 20;
+        else if (a == "--memory-cadence-ms") o.cadence_ms = int32_t(cli::number(a, value(), 1, 3600000));
+        else if (a == "-h" || a == "--help") cli::help(kUsage);
+        else if (a.size() > 1 && a[0] == '-') throw cli::usage_error("unknown option " + a);
         else positional.push_back(a);
     }
-    if (positional.size() < 2) throw UsageError("needs a model and a suite");
+    if (positional.size() < 2) throw cli::usage_error("needs a model and a suite");
     o.suite = positional.back();
     positional.pop_back();
     o.model = positional;
-    if (o.out.empty()) throw UsageError("-o REPORT.json is required");
+    if (o.out.empty()) throw cli::usage_error("-o REPORT.json is required");
     if (o.retry_timeouts != o.retry_timeout_s.has_value())
-        throw UsageError("--retry-timeouts and --retry-timeout S2 go together");
-    if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty() || wire_given))
-        throw UsageError("--layers, --key-file and --wire need at least one --worker");
+        throw cli::usage_error("--retry-timeouts and --retry-timeout S2 go together");
+    cli::check_pipeline_options(o.pipeline, wire_given);
     if (o.name.empty()) o.name = o.suite.substr(o.suite.find_last_of('/') == std::string::npos ? 0 : o.suite.find_last_of('/') + 1);
     return o;
 }
@@ -222,13 +189,7 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "compare") == 0) return eval_compare_main(argc - 1, argv + 1);
-    Options o;
-    try {
-        o = parse_args(argc, argv);
-    } catch (const UsageError& e) {
-        std::cerr << "strata-eval: " << e.what() << "\n" << kUsage;
-        return 2;
-    }
+    const Options o = cli::parse_or_exit("strata-eval", kUsage, [&] { return parse_args(argc, argv); });
     try {
         return run(o);
     } catch (const strata::error& e) {

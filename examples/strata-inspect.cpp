@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_args.hpp"
 #include "strata/strata.hpp"
 
 namespace {
@@ -33,31 +34,21 @@ const char* kUsage =
     "and the model identity. Give the first shard of a split model (NAME-00001-of-0000N.gguf) or\n"
     "every shard. --json prints the same as one JSON object; --no-digests skips hashing.\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-    std::cerr << "strata-inspect: " << message << "\n" << kUsage;
-    std::exit(2);
-}
-
 Options parse_args(int argc, char** argv) {
     Options o;
     for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        auto value = [&](const char* flag) {
-            if (i + 1 >= argc) usage_error(std::string(flag) + " needs a value");
-            return std::string(argv[++i]);
-        };
+        const std::string a = argv[i];
+        auto value = [&] { return cli::value(argc, argv, i); };
         if (a == "--json") o.json = true;
         else if (a == "--no-digests") o.digests = false;
-        else if (a == "--tensor") o.tensor = value("--tensor");
-        else if (a == "--dump-f32") o.dump_path = value("--dump-f32");
-        else if (a == "-h" || a == "--help") {
-            std::cout << kUsage;
-            std::exit(0);
-        } else if (a.size() > 1 && a[0] == '-') usage_error("unknown option " + a);
+        else if (a == "--tensor") o.tensor = value();
+        else if (a == "--dump-f32") o.dump_path = value();
+        else if (a == "-h" || a == "--help") cli::help(kUsage);
+        else if (a.size() > 1 && a[0] == '-') throw cli::usage_error("unknown option " + a);
         else o.paths.push_back(a);
     }
-    if (o.paths.empty()) usage_error("no model file given");
-    if (o.tensor.empty() != o.dump_path.empty()) usage_error("--tensor and --dump-f32 go together");
+    if (o.paths.empty()) throw cli::usage_error("no model file given");
+    if (o.tensor.empty() != o.dump_path.empty()) throw cli::usage_error("--tensor and --dump-f32 go together");
     return o;
 }
 
@@ -202,7 +193,7 @@ void print_json(strata::model& m, const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options o = parse_args(argc, argv);
+    const Options o = cli::parse_or_exit("strata-inspect", kUsage, [&] { return parse_args(argc, argv); });
     try {
         strata::model::params params;
         params.progress = show_progress;

@@ -19,10 +19,12 @@
 #include <cstdio>
 #include <future>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cli_args.hpp"
 #include "mkmodel_vocab.hpp"
 #include "strata/strata.hpp"
 
@@ -65,17 +67,12 @@ const char* kUsage =
     "Row lengths (n_embd, n_ff, n_head*head_dim) must be multiples of 256 for iq1_s and of 32\n"
     "for q8_0. Exit status: 0 written, 2 bad arguments, 1 writing failed.\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-    std::cerr << "strata-mkmodel: " << message << "\n" << kUsage;
-    std::exit(2);
-}
-
 Shape preset(const std::string& name) {
     //       n_embd n_layer n_ff  n_vocab n_head n_head_kv n_ctx
     if (name == "tiny") return {256, 2, 512, 384, 4, 2, 512};
     if (name == "small") return {1024, 8, 2816, 4096, 16, 4, 2048};
     if (name == "1b") return {2048, 22, 5632, 32000, 32, 8, 2048};
-    usage_error("unknown preset '" + name + "' (tiny, small, 1b)");
+    throw cli::usage_error("unknown preset '" + name + "' (tiny, small, 1b)");
 }
 
 int type_id(const std::string& name) {
@@ -84,7 +81,7 @@ int type_id(const std::string& name) {
     if (name == "f16") return STRATA_TYPE_F16;
     if (name == "bf16") return STRATA_TYPE_BF16;
     if (name == "f32") return STRATA_TYPE_F32;
-    usage_error("unsupported --type '" + name + "' (iq1_s, q8_0, f16, bf16, f32)");
+    throw cli::usage_error("unsupported --type '" + name + "' (iq1_s, q8_0, f16, bf16, f32)");
 }
 
 // The row length (ne[0]) a block-quantized type needs a multiple of; 1 for float types.
@@ -113,21 +110,12 @@ Options parse_args(int argc, char** argv) {
     std::vector<std::pair<std::string, std::string>> overrides;
     bool factor_given = false, orig_ctx_given = false;
     for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        auto value = [&]() {
-            if (i + 1 >= argc) usage_error(a + " needs a value");
-            return std::string(argv[++i]);
-        };
+        const std::string a = argv[i];
+        auto value = [&] { return cli::value(argc, argv, i); };
         auto number = [&](const std::string& text, long long min) -> int64_t {
-            try {
-                size_t used = 0;
-                long long v = std::stoll(text, &used);
-                if (used != text.size() || v < min) throw std::invalid_argument(text);
-                return v;
-            } catch (const std::exception&) {
-                usage_error(a + " needs " + (min > 0 ? "a positive" : "a non-negative") + " integer, got '" +
-                            text + "'");
-            }
+            if (const auto v = cli::to_number<long long>(text); v && *v >= min) return *v;
+            throw cli::usage_error(a + " needs " + (min > 0 ? "a positive" : "a non-negative") + " integer, got '" +
+                                   text + "'");
         };
         if (a == "--arch") o.arch = value();
         else if (a == "--preset") o.preset = value();
@@ -136,33 +124,29 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--vocab") o.vocab = value();
         else if (a == "--shards") {
             const int64_t n = number(value(), 1);
-            if (n > 99999) usage_error("--shards must be at most 99999");
+            if (n > 99999) throw cli::usage_error("--shards must be at most 99999");
             o.shards = uint32_t(n);
         }
         else if (a == "--seed") o.seed = uint64_t(number(value(), 0));
         else if (a == "--rope-scaling") o.rope_scaling = value();
         else if (a == "--rope-factor") {
             const std::string text = value();
-            try {
-                size_t used = 0;
-                o.rope_factor = std::stod(text, &used);
-                if (used != text.size() || !(o.rope_factor > 0.0) || !std::isfinite(o.rope_factor))
-                    throw std::invalid_argument(text);
-            } catch (const std::exception&) {
-                usage_error("--rope-factor needs a positive number, got '" + text + "'");
-            }
+            const std::optional<double> factor = cli::to_number<double>(text);
+            if (!factor || !(*factor > 0.0) || !std::isfinite(*factor))
+                throw cli::usage_error("--rope-factor needs a positive number, got '" + text + "'");
+            o.rope_factor = *factor;
             factor_given = true;
         }
         else if (a == "--rope-orig-ctx") { o.rope_orig_ctx = number(value(), 1); orig_ctx_given = true; }
         else if (a == "--tied-output") o.tied_output = true;
         else if (a.rfind("--n-", 0) == 0 || a == "--head-dim") overrides.emplace_back(a, value());
-        else if (a == "-h" || a == "--help") { std::cout << kUsage; std::exit(0); }
-        else usage_error("unknown argument " + a);
+        else if (a == "-h" || a == "--help") cli::help(kUsage);
+        else throw cli::usage_error("unknown argument " + a);
     }
     if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3")
-        usage_error("unsupported --arch '" + o.arch + "' (llama, qwen2, qwen3)");
-    if (o.out.empty()) usage_error("-o OUT.gguf is required");
-    if (o.vocab != "spm" && o.vocab != "bpe") usage_error("unsupported --vocab '" + o.vocab + "' (spm, bpe)");
+        throw cli::usage_error("unsupported --arch '" + o.arch + "' (llama, qwen2, qwen3)");
+    if (o.out.empty()) throw cli::usage_error("-o OUT.gguf is required");
+    if (o.vocab != "spm" && o.vocab != "bpe") throw cli::usage_error("unsupported --vocab '" + o.vocab + "' (spm, bpe)");
     o.shape = preset(o.preset);
     Shape& s = o.shape;
     for (auto& [flag, text] : overrides) {
@@ -175,40 +159,36 @@ Options parse_args(int argc, char** argv) {
                          : flag == "--n-ctx"     ? &s.n_ctx
                          : flag == "--head-dim"  ? &s.head_dim
                                                  : nullptr;
-        if (!field) usage_error("unknown argument " + flag);
-        try {
-            size_t used = 0;
-            *field = std::stoll(text, &used);
-            if (used != text.size()) throw std::invalid_argument(text);
-        } catch (const std::exception&) {
-            usage_error(flag + " needs a positive integer, got '" + text + "'");
-        }
-        if (*field < 1) usage_error(flag + " must be positive, got " + text);
-        if (*field > (int64_t(1) << 31)) usage_error(flag + " is too large: " + text);
+        if (!field) throw cli::usage_error("unknown argument " + flag);
+        const std::optional<int64_t> v = cli::to_number<int64_t>(text);
+        if (!v) throw cli::usage_error(flag + " needs a positive integer, got '" + text + "'");
+        *field = *v;
+        if (*field < 1) throw cli::usage_error(flag + " must be positive, got " + text);
+        if (*field > (int64_t(1) << 31)) throw cli::usage_error(flag + " is too large: " + text);
         if (flag == "--head-dim") o.head_dim_given = true;
     }
 
     // Attention geometry.
     if (s.n_head % s.n_head_kv)
-        usage_error("--n-head " + std::to_string(s.n_head) + " must be a multiple of --n-head-kv " +
+        throw cli::usage_error("--n-head " + std::to_string(s.n_head) + " must be a multiple of --n-head-kv " +
                     std::to_string(s.n_head_kv));
     if (!o.head_dim_given) {
         if (s.n_embd % s.n_head)
-            usage_error("--n-embd " + std::to_string(s.n_embd) + " must be a multiple of --n-head " +
+            throw cli::usage_error("--n-embd " + std::to_string(s.n_embd) + " must be a multiple of --n-head " +
                         std::to_string(s.n_head) + " (or give --head-dim)");
         s.head_dim = s.n_embd / s.n_head;
     } else if (o.arch == "qwen2" && s.head_dim * s.n_head != s.n_embd) {
-        usage_error("--arch qwen2 needs --head-dim * --n-head == --n-embd (llama.cpp shapes its q/k/v by "
+        throw cli::usage_error("--arch qwen2 needs --head-dim * --n-head == --n-embd (llama.cpp shapes its q/k/v by "
                     "n_embd), got " + std::to_string(s.head_dim) + " * " + std::to_string(s.n_head) +
                     " != " + std::to_string(s.n_embd));
     }
-    if (s.head_dim % 2) usage_error("--head-dim must be even (RoPE rotates pairs), got " + std::to_string(s.head_dim));
+    if (s.head_dim % 2) throw cli::usage_error("--head-dim must be even (RoPE rotates pairs), got " + std::to_string(s.head_dim));
 
     // Row lengths against the block size of the chosen type.
     const int64_t block = block_size(type_id(o.type));
     auto check_row = [&](const std::string& flag, int64_t n) {
         if (n % block)
-            usage_error(flag + " gives rows of " + std::to_string(n) + " values, not a multiple of " +
+            throw cli::usage_error(flag + " gives rows of " + std::to_string(n) + " values, not a multiple of " +
                         std::to_string(block) + " as --type " + o.type + " needs");
     };
     check_row("--n-embd", s.n_embd);
@@ -218,16 +198,16 @@ Options parse_args(int argc, char** argv) {
     // Vocabulary.
     const int64_t min_vocab = o.vocab == "bpe" ? mkmodel::kMinBpeVocab : mkmodel::kMinSpmVocab;
     if (s.n_vocab < min_vocab)
-        usage_error("--n-vocab " + std::to_string(s.n_vocab) + " is too small for --vocab " + o.vocab +
+        throw cli::usage_error("--n-vocab " + std::to_string(s.n_vocab) + " is too small for --vocab " + o.vocab +
                     " (at least " + std::to_string(min_vocab) + ")");
 
     // RoPE scaling.
     if (o.rope_scaling != "none" && o.rope_scaling != "linear" && o.rope_scaling != "yarn")
-        usage_error("unsupported --rope-scaling '" + o.rope_scaling + "' (none, linear, yarn)");
+        throw cli::usage_error("unsupported --rope-scaling '" + o.rope_scaling + "' (none, linear, yarn)");
     if (o.rope_scaling == "none" && (factor_given || orig_ctx_given))
-        usage_error("--rope-factor and --rope-orig-ctx need --rope-scaling linear or yarn");
+        throw cli::usage_error("--rope-factor and --rope-orig-ctx need --rope-scaling linear or yarn");
     if (o.rope_scaling != "none" && !factor_given)
-        usage_error("--rope-scaling " + o.rope_scaling + " needs --rope-factor F");
+        throw cli::usage_error("--rope-scaling " + o.rope_scaling + " needs --rope-factor F");
     if (o.rope_scaling != "none" && !orig_ctx_given)
         o.rope_orig_ctx = std::max<int64_t>(1, int64_t(std::llround(double(s.n_ctx) / o.rope_factor)));
     return o;
@@ -341,13 +321,14 @@ void add_metadata(strata::writer& w, const Options& o, int weight_type) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options o = parse_args(argc, argv);
+    const Options o = cli::parse_or_exit("strata-mkmodel", kUsage, [&] { return parse_args(argc, argv); });
     const Shape& s = o.shape;
     const int weight_type = type_id(o.type);
     const std::vector<TensorSpec> specs = plan_tensors(o, weight_type);
     if (o.shards > specs.size())
-        usage_error("--shards " + std::to_string(o.shards) + " is more than the " + std::to_string(specs.size()) +
-                    " tensors");
+        cli::fail("strata-mkmodel", kUsage,
+                  "--shards " + std::to_string(o.shards) + " is more than the " + std::to_string(specs.size()) +
+                      " tensors");
     using clock = std::chrono::steady_clock;
     const auto start = clock::now();
     auto seconds_since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };

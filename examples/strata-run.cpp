@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_args.hpp"
 #include "strata/strata.hpp"
 
 namespace {
@@ -42,23 +43,10 @@ const char* kUsage =
     "--tls-cert F --tls-key F present the head's certificate to workers that require one.\n"
     "Streams the generated text to stdout; the run's figures go to stderr.\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-    std::cerr << "strata-run: " << message << "\n" << kUsage;
-    std::exit(2);
-}
-
 template <typename T>
 T parse_number(const std::string& flag, const std::string& text) {
-    try {
-        size_t used = 0;
-        T value;
-        if constexpr (std::is_floating_point_v<T>) value = T(std::stod(text, &used));
-        else value = T(std::stoll(text, &used));
-        if (used != text.size()) throw std::invalid_argument(text);
-        return value;
-    } catch (const std::exception&) {
-        usage_error(flag + " needs a number, got '" + text + "'");
-    }
+    if (const std::optional<T> v = cli::to_number<T>(text)) return *v;
+    throw cli::usage_error(flag + " needs a number, got '" + text + "'");
 }
 
 Options parse_args(int argc, char** argv) {
@@ -66,10 +54,7 @@ Options parse_args(int argc, char** argv) {
     o.generate.max_tokens = 64;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        auto value = [&]() {
-            if (i + 1 >= argc) usage_error(a + " needs a value");
-            return std::string(argv[++i]);
-        };
+        auto value = [&] { return cli::value(argc, argv, i); };
         if (a == "-p" || a == "--prompt") { o.prompt = value(); o.have_prompt = true; }
         else if (a == "-n" || a == "--n-predict") o.generate.max_tokens = parse_number<int32_t>(a, value());
         else if (a == "--temp") o.sampling.temperature = parse_number<float>(a, value());
@@ -84,7 +69,7 @@ Options parse_args(int argc, char** argv) {
             const std::string kv = value();
             if (kv == "f16") o.session.kv_type = STRATA_KV_F16;
             else if (kv == "q8_0") o.session.kv_type = STRATA_KV_Q8_0;
-            else usage_error("--kv must be f16 or q8_0, got '" + kv + "'");
+            else throw cli::usage_error("--kv must be f16 or q8_0, got '" + kv + "'");
         } else if (a == "--worker") o.pipeline.workers.push_back(value());
         else if (a == "--layers") o.pipeline.layers = value();
         else if (a == "--key-file") o.pipeline.key_file = value();
@@ -95,29 +80,21 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--heartbeat-ms") o.pipeline.heartbeat_ms = parse_number<int32_t>(a, value());
         else if (a == "--peer-timeout-ms") o.pipeline.peer_timeout_ms = parse_number<int32_t>(a, value());
         else if (a == "--report-json") o.report_json = value();
-        else if (a == "--wire") {
-            const std::string w = value();
-            if (w == "f16") o.pipeline.wire_dtype = STRATA_WIRE_F16;
-            else if (w == "bf16") o.pipeline.wire_dtype = STRATA_WIRE_BF16;
-            else if (w == "f32") o.pipeline.wire_dtype = STRATA_WIRE_F32;
-            else usage_error("--wire must be f16, bf16 or f32, got '" + w + "'");
-        }
-        else if (a == "-h" || a == "--help") {
-            std::cout << kUsage;
-            std::exit(0);
-        } else if (a.size() > 1 && a[0] == '-') usage_error("unknown option " + a);
+        else if (a == "--wire") o.pipeline.wire_dtype = cli::wire_dtype(value());
+        else if (a == "-h" || a == "--help") cli::help(kUsage);
+        else if (a.size() > 1 && a[0] == '-') throw cli::usage_error("unknown option " + a);
         else o.paths.push_back(a);
     }
-    if (o.paths.empty()) usage_error("no model file given");
-    if (!o.have_prompt) usage_error("-p PROMPT is required");
+    if (o.paths.empty()) throw cli::usage_error("no model file given");
+    if (!o.have_prompt) throw cli::usage_error("-p PROMPT is required");
     if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty()))
-        usage_error("--layers and --key-file need at least one --worker");
+        throw cli::usage_error("--layers and --key-file need at least one --worker");
     if (o.pipeline.workers.empty() && !(o.pipeline.tls_ca_file + o.pipeline.tls_cert_file).empty())
-        usage_error("--tls-ca and --tls-cert need at least one --worker");
+        throw cli::usage_error("--tls-ca and --tls-cert need at least one --worker");
     if (o.pipeline.tls_cert_file.empty() != o.pipeline.tls_key_file.empty())
-        usage_error("--tls-cert and --tls-key go together");
+        throw cli::usage_error("--tls-cert and --tls-key go together");
     if (!o.pipeline.tls_cert_file.empty() && o.pipeline.tls_ca_file.empty())
-        usage_error("--tls-cert needs --tls-ca (the CA of the workers' certificates)");
+        throw cli::usage_error("--tls-cert needs --tls-ca (the CA of the workers' certificates)");
     return o;
 }
 
@@ -156,7 +133,7 @@ void write_report(const std::string& path, const strata_generate_result& r, cons
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options o = parse_args(argc, argv);
+    const Options o = cli::parse_or_exit("strata-run", kUsage, [&] { return parse_args(argc, argv); });
     try {
         strata::model m(o.paths);
         std::optional<strata::pipeline> pipe;

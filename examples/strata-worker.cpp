@@ -15,11 +15,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cli_args.hpp"
 #include "strata/strata.h"
 
 namespace {
@@ -43,26 +45,17 @@ const char* kUsage =
     "  --tls-ca F             heads must present a certificate signed by this CA (mutual TLS)\n"
     "Prints \"listening on HOST:PORT\" on stdout once bound; logs go to stderr.\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-    std::fprintf(stderr, "strata-worker: %s\n%s", message.c_str(), kUsage);
-    std::exit(2);
-}
-
 [[noreturn]] void library_error(const char* what) {
     std::fprintf(stderr, "strata-worker: %s: %s\n", what, strata_last_error());
     std::exit(1);
 }
 
 long long parse_integer(const std::string& flag, const std::string& text, long long min, long long max) {
-    try {
-        size_t used = 0;
-        const long long v = std::stoll(text, &used);
-        if (used != text.size()) throw std::invalid_argument(text);
-        if (v < min || v > max) usage_error(flag + " must be within [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + text);
-        return v;
-    } catch (const std::logic_error&) {
-        usage_error(flag + " needs an integer, got '" + text + "'");
-    }
+    const std::optional<long long> v = cli::to_number<long long>(text);
+    if (!v) throw cli::usage_error(flag + " needs an integer, got '" + text + "'");
+    if (*v < min || *v > max)
+        throw cli::usage_error(flag + " must be within [" + std::to_string(min) + ", " + std::to_string(max) + "], got " + text);
+    return *v;
 }
 
 struct Options {
@@ -78,25 +71,21 @@ Options parse_args(int argc, char** argv) {
     strata_worker_default_params(&o.params);
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        auto value = [&]() {
-            if (i + 1 >= argc) usage_error(a + " needs a value");
-            return std::string(argv[++i]);
-        };
+        auto value = [&] { return cli::value(argc, argv, i); };
         if (a == "-h" || a == "--help") {
-            std::fputs(kUsage, stdout);
-            std::exit(0);
+            cli::help(kUsage);
         } else if (a == "--listen") {
             o.listen = value();
         } else if (a == "--model") {
             while (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) o.shards.emplace_back(argv[++i]);
-            if (o.shards.empty()) usage_error("--model needs at least one shard");
+            if (o.shards.empty()) throw cli::usage_error("--model needs at least one shard");
         } else if (a == "--layers") {
             const std::string v = value();
             const size_t colon = v.find(':');
-            if (colon == std::string::npos) usage_error("--layers must be A:B, got '" + v + "'");
+            if (colon == std::string::npos) throw cli::usage_error("--layers must be A:B, got '" + v + "'");
             o.params.layer_begin = int32_t(parse_integer(a, v.substr(0, colon), 1, INT32_MAX));
             o.params.layer_end = int32_t(parse_integer(a, v.substr(colon + 1), 1, INT32_MAX));
-            if (o.params.layer_end <= o.params.layer_begin) usage_error("--layers A:B needs A < B, got '" + v + "'");
+            if (o.params.layer_end <= o.params.layer_begin) throw cli::usage_error("--layers A:B needs A < B, got '" + v + "'");
         } else if (a == "--key-file") {
             o.key_file = value();
         } else if (a == "--tls-cert") {
@@ -116,15 +105,15 @@ Options parse_args(int argc, char** argv) {
         } else if (a == "--peer-timeout-ms") {
             o.params.peer_timeout_ms = int32_t(parse_integer(a, value(), 1, INT32_MAX));
         } else {
-            usage_error("unknown argument '" + a + "'");
+            throw cli::usage_error("unknown argument '" + a + "'");
         }
     }
-    if (o.listen.empty()) usage_error("--listen HOST:PORT is required");
-    if (o.shards.empty()) usage_error("--model SHARD is required");
+    if (o.listen.empty()) throw cli::usage_error("--listen HOST:PORT is required");
+    if (o.shards.empty()) throw cli::usage_error("--model SHARD is required");
     o.params.listen = o.listen.c_str();
     if (!o.key_file.empty()) o.params.key_file = o.key_file.c_str();
-    if (o.tls_cert.empty() != o.tls_key.empty()) usage_error("--tls-cert and --tls-key go together");
-    if (!o.tls_ca.empty() && o.tls_cert.empty()) usage_error("--tls-ca needs --tls-cert and --tls-key");
+    if (o.tls_cert.empty() != o.tls_key.empty()) throw cli::usage_error("--tls-cert and --tls-key go together");
+    if (!o.tls_ca.empty() && o.tls_cert.empty()) throw cli::usage_error("--tls-ca needs --tls-cert and --tls-key");
     if (!o.tls_cert.empty()) {
         o.params.tls_cert_file = o.tls_cert.c_str();
         o.params.tls_key_file = o.tls_key.c_str();
@@ -139,7 +128,7 @@ std::string host_of(const std::string& listen) { return listen.substr(0, listen.
 }  // namespace
 
 int main(int argc, char** argv) {
-    Options o = parse_args(argc, argv);
+    Options o = cli::parse_or_exit("strata-worker", kUsage, [&] { return parse_args(argc, argv); });
 
     // SIGINT and SIGTERM are taken by one thread with sigwait: blocked here, before any other
     // thread exists, so that every thread inherits the mask and none runs a handler.
