@@ -64,6 +64,26 @@ def _own_model(model: Union[Model, PathLike, Sequence[PathLike]]) -> tuple[Model
     return Model(model), True
 
 
+def _new_params(cls: Any, default_params: str) -> Any:
+    """A params struct of type ``cls`` filled by the library's ``default_params`` function."""
+    p = cls()
+    _lib.fn(default_params)(ctypes.byref(p))
+    p.struct_size = ctypes.sizeof(cls)
+    return p
+
+
+def _key_params(p: Any, key: Union[None, bytes, str], key_file: Optional[PathLike]) -> tuple:
+    """Sets the params' key_file, key and key_length; returns what they point to (kept alive by
+    the caller): the encoded key file path and the key buffer."""
+    c_key_file = os.fsencode(key_file) if key_file is not None else None
+    p.key_file = c_key_file
+    kb = _key_bytes(key)
+    c_key = ctypes.create_string_buffer(kb, max(1, len(kb))) if kb is not None else None
+    p.key = ctypes.cast(c_key, ctypes.c_void_p) if c_key is not None else None
+    p.key_length = len(kb) if kb is not None else 0
+    return c_key_file, c_key
+
+
 def _tls_files(p: Any, cert: Optional[PathLike], key: Optional[PathLike], ca: Optional[PathLike]) -> tuple:
     """Sets the params' tls_*_file fields; returns the encoded paths (kept alive by the caller)."""
     files = tuple(os.fsencode(f) if f is not None else None for f in (cert, key, ca))
@@ -105,9 +125,7 @@ class Pipeline(OwnedHandle):
             if not self.workers:
                 raise ValueError("a pipeline needs at least one worker")
             self.layers = format_layers(layers)
-            p = _lib.PipelineParams()
-            _lib.fn("strata_pipeline_default_params")(ctypes.byref(p))
-            p.struct_size = ctypes.sizeof(_lib.PipelineParams)
+            p = _new_params(_lib.PipelineParams, "strata_pipeline_default_params")
             # Everything the params point to is kept alive as long as the pipeline (reconnect()
             # re-dials with the same settings, should the library keep the pointers).
             self._c_workers = (ctypes.c_char_p * len(self.workers))(*[w.encode("utf-8") for w in self.workers])
@@ -115,12 +133,7 @@ class Pipeline(OwnedHandle):
             p.n_workers = len(self.workers)
             self._c_layers = self.layers.encode("utf-8") if self.layers is not None else None
             p.layers = self._c_layers
-            self._c_key_file = os.fsencode(key_file) if key_file is not None else None
-            p.key_file = self._c_key_file
-            kb = _key_bytes(key)
-            self._c_key = ctypes.create_string_buffer(kb, max(1, len(kb))) if kb is not None else None
-            p.key = ctypes.cast(self._c_key, ctypes.c_void_p) if self._c_key is not None else None
-            p.key_length = len(kb) if kb is not None else 0
+            self._c_key_file, self._c_key = _key_params(p, key, key_file)
             p.n_ctx = int(n_ctx)
             p.n_threads = int(n_threads)
             p.kv_type = _kv_type_id(kv_type)
@@ -244,17 +257,10 @@ class Worker(OwnedHandle):
         self._run_error: Optional[BaseException] = None
         self._model, self._owns_model = _own_model(model)
         try:
-            p = _lib.WorkerParams()
-            _lib.fn("strata_worker_default_params")(ctypes.byref(p))
-            p.struct_size = ctypes.sizeof(_lib.WorkerParams)
+            p = _new_params(_lib.WorkerParams, "strata_worker_default_params")
             self._c_listen = str(listen).encode("utf-8")
             p.listen = self._c_listen
-            self._c_key_file = os.fsencode(key_file) if key_file is not None else None
-            p.key_file = self._c_key_file
-            kb = _key_bytes(key)
-            self._c_key = ctypes.create_string_buffer(kb, max(1, len(kb))) if kb is not None else None
-            p.key = ctypes.cast(self._c_key, ctypes.c_void_p) if self._c_key is not None else None
-            p.key_length = len(kb) if kb is not None else 0
+            self._c_key_file, self._c_key = _key_params(p, key, key_file)
             p.allow_no_key = int(bool(allow_no_key))
             if layers is not None:
                 if isinstance(layers, str):
