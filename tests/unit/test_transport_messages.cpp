@@ -6,8 +6,11 @@
 #include "test_support.hpp"
 #include "transport/bytes.hpp"
 #include "transport/messages.hpp"
+#include "transport_test_util.hpp"
 
 using namespace strata::transport;
+using strata::transport::test::decode_error;
+using strata::transport::test::round_trip;
 
 namespace {
 
@@ -16,25 +19,6 @@ std::array<uint8_t, N> random_array(std::mt19937_64& rng) {
     std::array<uint8_t, N> a{};
     for (auto& b : a) b = uint8_t(rng());
     return a;
-}
-
-// Message -> frame -> wire -> frame -> message.
-Message round_trip(const Message& m) {
-    auto f = to_frame(m);
-    REQUIRE(f.ok());
-    auto wire = encode_frame(f.value());
-    auto back = decode_frame(wire);
-    REQUIRE(back.ok());
-    CHECK(back.value().type == message_type(m));
-    auto msg = from_frame(back.value());
-    REQUIRE(msg.ok());
-    return msg.value();
-}
-
-Errc decode_error(MessageType type, std::vector<uint8_t> payload) {
-    auto m = from_frame(Frame{type, std::move(payload)});
-    REQUIRE_FALSE(m.ok());
-    return m.error().code;
 }
 
 }  // namespace

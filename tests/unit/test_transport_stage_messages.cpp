@@ -10,22 +10,13 @@
 #include "test_support.hpp"
 #include "transport/bytes.hpp"
 #include "transport/messages.hpp"
+#include "transport_test_util.hpp"
 
 using namespace strata::transport;
+using strata::transport::test::decode_error;
+using strata::transport::test::round_trip;
 
 namespace {
-
-Message round_trip(const Message& m) {
-    auto f = to_frame(m);
-    REQUIRE(f.ok());
-    auto wire = encode_frame(f.value());
-    auto back = decode_frame(wire);
-    REQUIRE(back.ok());
-    CHECK(back.value().type == message_type(m));
-    auto msg = from_frame(back.value());
-    REQUIRE(msg.ok());
-    return msg.value();
-}
 
 std::string random_text(std::mt19937_64& rng) {
     static const char* pieces[] = {"cpu", "node-", "\xC3\xA9", "\xE2\x89\xA0", "\xF0\x9F\x98\x80", "x", "7"};
@@ -86,12 +77,6 @@ std::vector<Message> random_stage_messages(std::mt19937_64& rng) {
                    int32_t(rng()),    int32_t(rng()),    rng()};
     return {StageQuery{}, info, c, ready, random_forward(rng), random_sampled(rng), ss,
             SampleRequest{uint32_t(rng() % (kMaxTopLogprobs + 1))}, Done{}};
-}
-
-Errc decode_error(MessageType type, std::vector<uint8_t> payload) {
-    auto m = from_frame(Frame{type, std::move(payload)});
-    REQUIRE_FALSE(m.ok());
-    return m.error().code;
 }
 
 std::vector<uint8_t> payload_of(const Message& m) {

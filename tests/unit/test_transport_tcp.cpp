@@ -19,6 +19,7 @@
 #include "test_support.hpp"
 #include "transport/handshake.hpp"
 #include "transport/tcp_connection.hpp"
+#include "transport_test_util.hpp"
 
 using namespace strata::transport;
 namespace asio = boost::asio;
@@ -33,10 +34,8 @@ struct Loopback {
     tcp::socket raw_client{ctx};  // for tests that write bytes the codec would never produce
 
     explicit Loopback(bool raw = false) {
-        tcp::acceptor acceptor(ctx, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-        tcp::socket c(ctx);
-        c.connect(acceptor.local_endpoint());
-        server = std::make_unique<TcpConnection>(acceptor.accept());
+        auto [c, s] = strata::transport::test::loopback_sockets(ctx);
+        server = std::make_unique<TcpConnection>(std::move(s));
         if (raw)
             raw_client = std::move(c);
         else

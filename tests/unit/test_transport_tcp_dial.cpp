@@ -15,21 +15,14 @@
 #include <optional>
 
 #include "transport/tcp.hpp"
+#include "transport_test_util.hpp"
 
 using namespace strata::transport;
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
+using strata::transport::test::run_all;
 
 namespace {
-
-void run_all(asio::io_context& ctx, const std::vector<std::function<Task<void>()>>& tasks) {
-    for (const auto& t : tasks)
-        asio::co_spawn(ctx, t(), [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-        });
-    ctx.run();
-    ctx.restart();
-}
 
 using ConnResult = Result<std::unique_ptr<TcpConnection>>;
 

@@ -19,6 +19,7 @@
 #include "test_support.hpp"
 #include "transport/send.hpp"
 #include "transport/tcp_connection.hpp"
+#include "transport_test_util.hpp"
 
 using namespace strata::transport;
 namespace asio = boost::asio;
@@ -33,25 +34,16 @@ struct Pair {
     tcp::socket raw_server{ctx};
 
     explicit Pair(bool raw_server_side = false, TcpOptions options = {}) {
-        tcp::acceptor acceptor(ctx, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-        tcp::socket c(ctx);
-        c.connect(acceptor.local_endpoint());
+        auto [c, s] = strata::transport::test::loopback_sockets(ctx);
         client = std::make_unique<TcpConnection>(std::move(c), options);
         if (raw_server_side)
-            raw_server = acceptor.accept();
+            raw_server = std::move(s);
         else
-            server = std::make_unique<TcpConnection>(acceptor.accept(), options);
+            server = std::make_unique<TcpConnection>(std::move(s), options);
     }
 
     // Runs every coroutine to completion; an exception in any is rethrown here.
-    void run(const std::vector<std::function<Task<void>()>>& tasks) {
-        for (const auto& t : tasks)
-            asio::co_spawn(ctx, t(), [](std::exception_ptr e) {
-                if (e) std::rethrow_exception(e);
-            });
-        ctx.run();
-        ctx.restart();
-    }
+    void run(const std::vector<std::function<Task<void>()>>& tasks) { strata::transport::test::run_all(ctx, tasks); }
 };
 
 std::vector<uint8_t> random_bytes(std::mt19937_64& rng, size_t n) {

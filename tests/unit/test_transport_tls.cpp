@@ -30,8 +30,10 @@
 
 #include "transport/handshake.hpp"
 #include "transport/tls.hpp"
+#include "transport_test_util.hpp"
 
 using namespace strata::transport;
+using strata::transport::test::run_all;
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
 using asio::ip::tcp;
@@ -144,15 +146,6 @@ const Certificates& certificates() {
 }
 
 // --- connections ---------------------------------------------------------------------------
-
-void run_all(asio::io_context& ctx, const std::vector<std::function<Task<void>()>>& tasks) {
-    for (const auto& t : tasks)
-        asio::co_spawn(ctx, t(), [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
-        });
-    ctx.run();
-    ctx.restart();
-}
 
 using TlsResult = Result<std::unique_ptr<TlsConnection>>;
 
