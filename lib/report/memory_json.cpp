@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "report/json_checker.hpp"
+#include "report/json_io.hpp"
 #include "report/memory_sampler.hpp"
 
 namespace strata::report {
@@ -10,11 +11,6 @@ namespace strata::report {
 using nlohmann::json;
 
 namespace {
-
-template <typename T>
-json or_null(const std::optional<T>& v) {
-    return v ? json(*v) : json(nullptr);
-}
 
 const char* const kMethod =
     "a sampler thread reads /proc/self/status (VmRSS, VmHWM), /proc/meminfo (MemAvailable) and /proc/vmstat "

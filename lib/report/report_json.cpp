@@ -11,11 +11,6 @@ using nlohmann::json;
 
 namespace {
 
-template <typename T>
-json or_null(const std::optional<T>& v) {
-    return v ? json(*v) : json(nullptr);
-}
-
 json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 json artifact_json(const Artifact& a) {
