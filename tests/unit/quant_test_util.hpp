@@ -1,6 +1,8 @@
 // Random inputs shared by the quant tests: IQ1_S blocks with sane scales, Q8_K activations.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -18,6 +20,13 @@ namespace strata::test {
 inline bool have_avx2_kernels() {
     const auto& f = util::cpu_features();
     return f.avx2 && f.fma && f.f16c;
+}
+
+// have_avx2_kernels(), with the reason logged when not (a test comparing kernels then returns).
+inline bool avx2_kernels_or_skip() {
+    if (have_avx2_kernels()) return true;
+    MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2+FMA+F16C");
+    return false;
 }
 
 // Random bytes for qs/qh (every index, scale code and sign reachable) and d = +-10^U(-3,0) as f16.

@@ -66,10 +66,7 @@ TEST_CASE("IQ1_S GEMV matches a float64 reference on odd shapes, bit-identically
 }
 
 TEST_CASE("scalar and AVX2 GEMV agree to float32 accumulation error on a large random matrix") {
-    if (!test::have_avx2_kernels()) {
-        MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2+FMA+F16C");
-        return;
-    }
+    if (!test::avx2_kernels_or_skip()) return;
     const uint64_t seed = test::test_seed();
     CAPTURE(seed);
     std::mt19937_64 rng(seed);

@@ -156,10 +156,7 @@ TEST_CASE("the scalar kernel is bit-exact to ggml's generic kernel and the AVX2 
 }
 
 TEST_CASE("scalar and AVX2 dots agree to float32 accumulation error on long random rows") {
-    if (!test::have_avx2_kernels()) {
-        MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2+FMA+F16C");
-        return;
-    }
+    if (!test::avx2_kernels_or_skip()) return;
     const uint64_t seed = test::test_seed();
     CAPTURE(seed);
     std::mt19937_64 rng(seed);
@@ -190,10 +187,7 @@ TEST_CASE("the checked dot entry point rejects bad lengths and null operands") {
 }
 
 TEST_CASE("the grouped AVX2 row kernel gives each row bit-identically what the one-row kernel gives") {
-    if (!test::have_avx2_kernels()) {
-        MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2+FMA+F16C");
-        return;
-    }
+    if (!test::avx2_kernels_or_skip()) return;
     // Fixtures first: every row must still equal ggml's vec_dot bit for bit.
     for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
