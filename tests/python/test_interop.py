@@ -48,6 +48,16 @@ def _metadata_spec(rng: np.random.Generator) -> list[tuple[str, str, object]]:
     ]
 
 
+def _write_tensors(w: gguf.GGUFWriter, tensors: dict) -> None:
+    """Adds ``tensors`` (as _tensor_spec gives them) to ``w`` and writes and closes the file(s)."""
+    for name, (t, data) in tensors.items():
+        w.add_tensor(name, data, raw_dtype=Q(t) if data.dtype == np.uint8 else None)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def _tensor_spec(rng: np.random.Generator, fixtures_dir) -> dict[str, tuple[int, np.ndarray]]:
     """name -> (ggml type, bytes as the gguf package lays them out)."""
     x = rng.standard_normal
@@ -75,12 +85,7 @@ def test_a_file_written_by_the_gguf_package_is_read_with_identical_metadata_and_
             w.add_key_value(key, value, V.ARRAY, sub_type=_GGUF_TYPES[kind[6:-1]])
         else:
             w.add_key_value(key, value, _GGUF_TYPES[kind])
-    for name, (t, data) in tensors.items():
-        w.add_tensor(name, data, raw_dtype=Q(t) if data.dtype == np.uint8 else None)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _write_tensors(w, tensors)
 
     want = [("general.architecture", "string", "interop")] + spec
     reader = gguf.GGUFReader(path)
@@ -109,12 +114,7 @@ def test_a_model_split_by_the_gguf_package_opens_from_its_first_shard(tmp_path, 
     tensors = _tensor_spec(rng, fixtures_dir)
     w = gguf.GGUFWriter(tmp_path / "split.gguf", "interop", split_max_tensors=3)
     w.add_uint32("t.answer", 42)
-    for name, (t, data) in tensors.items():
-        w.add_tensor(name, data, raw_dtype=Q(t) if data.dtype == np.uint8 else None)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _write_tensors(w, tensors)
     first = tmp_path / "split-00001-of-00003.gguf"
     assert first.is_file(), sorted(p.name for p in tmp_path.iterdir())
     with strata.Model(first) as m:
