@@ -1,4 +1,4 @@
-"""Shared by the report CLI tests: the built example programs and a tiny synthetic model."""
+"""Shared by the tests of the example programs (CLI): the built programs and a tiny synthetic model."""
 from __future__ import annotations
 
 import os

@@ -53,6 +53,23 @@ def pipeline_unsupported_reason(model: strata.Model) -> Optional[str]:
     return None
 
 
+def skip_unless_pipelines(model_path: str) -> None:
+    """pytest.skip when this library cannot run pipelines (pipeline_unsupported_reason of the
+    model at ``model_path``)."""
+    with strata.Model(model_path) as m:
+        reason = pipeline_unsupported_reason(m)
+    if reason:
+        pytest.skip(reason)
+
+
+def pipeline_models(directory: Path, names: Sequence[str]) -> dict[str, list[str]]:
+    """write_test_model of every name under ``directory``, keyed by name; pytest.skip when this
+    library cannot run pipelines."""
+    out = {name: write_test_model(directory, name) for name in names}
+    skip_unless_pipelines(out[names[0]][0])
+    return out
+
+
 class WorkerProc:
     """One strata-worker process. stdout is read on a thread (the "listening on HOST:PORT" line
     gives the real port); stderr (the worker's log) goes to ``log_path``."""

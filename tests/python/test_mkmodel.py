@@ -4,7 +4,6 @@ RoPE scaling keys, tied outputs, a GPT-2 style BPE vocabulary, and refuses bad f
 status 2. Tiny presets only: every model here takes well under a second."""
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -12,21 +11,13 @@ import gguf
 import numpy as np
 import pytest
 
+from _report_tools import tool
+
 TINY = dict(n_embd=256, n_layer=2, n_ff=512, n_vocab=384, n_head=4, n_head_kv=2, n_ctx=512)
 
 
-def _tool() -> Path:
-    build = os.environ.get("STRATA_BUILD_DIR")
-    if not build:
-        raise pytest.UsageError("STRATA_BUILD_DIR is not set (ctest sets it to the CMake build folder)")
-    path = Path(build) / "examples" / "strata-mkmodel"
-    if not path.is_file():
-        raise pytest.UsageError(f"{path} was not built")
-    return path
-
-
 def _mk(out: Path, *args, check=True) -> subprocess.CompletedProcess:
-    cmd = [str(_tool()), "-o", str(out), *[str(a) for a in args]]
+    cmd = [str(tool("strata-mkmodel")), "-o", str(out), *[str(a) for a in args]]
     return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=120)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import strata
 from pipeline_util import (LOGITS_ATOL, MODEL_SPECS, WorkerPool, generated_tokens, greedy_trace, max_abs_diff,
-                           n_layers, pipeline_unsupported_reason, plan_ranges, write_test_model)
+                           n_layers, pipeline_models, plan_ranges)
 
 N_CTX = 256
 HEARTBEAT_MS = 200
@@ -25,13 +25,7 @@ N_STEPS = 12  # greedy decode steps compared after the prefill
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    d = tmp_path_factory.mktemp("pipeline-models")
-    out = {name: write_test_model(d, name) for name in MODEL_SPECS}
-    with strata.Model(out["llama-f32"][0]) as m:
-        reason = pipeline_unsupported_reason(m)
-    if reason:
-        pytest.skip(reason)
-    return out
+    return pipeline_models(tmp_path_factory.mktemp("pipeline-models"), list(MODEL_SPECS))
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,7 @@ import pytest
 
 import strata
 from pipeline_util import (LISTEN_TIMEOUT_S, WorkerPool, WorkerProc, crc32c, frame, frame_header,
-                           generated_tokens, hello_payload, pipeline_unsupported_reason, plan_ranges, range_pattern,
-                           write_test_model)
+                           generated_tokens, hello_payload, pipeline_models, plan_ranges, range_pattern)
 
 N_CTX = 1024
 HEARTBEAT_MS = 200
@@ -33,13 +32,7 @@ PROMPT = "The three stages of a pipeline pass hidden states along "
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fault-models")
-    out = {name: write_test_model(d, name) for name in ("llama-f32", "qwen3-q8_0")}
-    with strata.Model(out["llama-f32"][0]) as m:
-        reason = pipeline_unsupported_reason(m)
-    if reason:
-        pytest.skip(reason)
-    return out
+    return pipeline_models(tmp_path_factory.mktemp("fault-models"), ["llama-f32", "qwen3-q8_0"])
 
 
 @pytest.fixture

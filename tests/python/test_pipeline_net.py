@@ -11,7 +11,7 @@ import pytest
 import strata
 from netproxy import Proxy
 from pipeline_util import (LOGITS_ATOL, NetNamespaces, WorkerPool, greedy_trace, max_abs_diff,
-                           pipeline_unsupported_reason, write_test_model)
+                           pipeline_models)
 
 N_CTX = 256
 HEARTBEAT_MS = 200
@@ -21,12 +21,7 @@ LAYERS = "0:2,2:4,4:6"
 
 @pytest.fixture(scope="module")
 def model_paths(tmp_path_factory):
-    paths = write_test_model(tmp_path_factory.mktemp("net-models"), "llama-f32")
-    with strata.Model(paths[0]) as m:
-        reason = pipeline_unsupported_reason(m)
-    if reason:
-        pytest.skip(reason)
-    return paths
+    return pipeline_models(tmp_path_factory.mktemp("net-models"), ["llama-f32"])["llama-f32"]
 
 
 @pytest.fixture

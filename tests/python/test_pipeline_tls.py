@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 import strata
-from pipeline_util import (LOGITS_ATOL, WorkerPool, greedy_trace, max_abs_diff, pipeline_unsupported_reason,
-                           write_test_model)
+from pipeline_util import (LOGITS_ATOL, WorkerPool, greedy_trace, max_abs_diff, pipeline_models)
 
 N_CTX = 256
 HEARTBEAT_MS = 200
@@ -60,12 +59,7 @@ def certs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def model_paths(tmp_path_factory):
-    paths = write_test_model(tmp_path_factory.mktemp("tls-models"), "llama-f32")
-    with strata.Model(paths[0]) as m:
-        reason = pipeline_unsupported_reason(m)
-    if reason:
-        pytest.skip(reason)
-    return paths
+    return pipeline_models(tmp_path_factory.mktemp("tls-models"), ["llama-f32"])["llama-f32"]
 
 
 @pytest.fixture(scope="module")

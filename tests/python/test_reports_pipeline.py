@@ -15,7 +15,7 @@ import strata
 from strata import report as R
 
 from _report_tools import SUITES, run
-from pipeline_util import WorkerPool, pipeline_unsupported_reason
+from pipeline_util import WorkerPool, skip_unless_pipelines
 
 N_LAYER = 6  # three stages of two layers each, or however the planner splits them
 BENCH_ARGS = ["--prompt-tokens", "32", "--gen-tokens", "8", "--repeat", "2", "--threads", "1"]
@@ -26,10 +26,7 @@ EVAL_ARGS = ["--max-tokens", "8", "--threads", "1"]
 def model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("reports-pipeline-model") / "tiny6.gguf"
     run("strata-mkmodel", "--arch", "llama", "--preset", "tiny", "--n-layer", str(N_LAYER), "--seed", "3", "-o", out)
-    with strata.Model(str(out)) as m:
-        reason = pipeline_unsupported_reason(m)
-    if reason:
-        pytest.skip(reason)
+    skip_unless_pipelines(str(out))
     return out
 
 

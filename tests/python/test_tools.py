@@ -12,15 +12,7 @@ import gguf
 import numpy as np
 import pytest
 
-
-def _tool(name: str) -> Path:
-    build = os.environ.get("STRATA_BUILD_DIR")
-    if not build:
-        raise pytest.UsageError("STRATA_BUILD_DIR is not set (ctest sets it to the CMake build folder)")
-    path = Path(build) / "examples" / name
-    if not path.is_file():
-        raise pytest.UsageError(f"{path} was not built")
-    return path
+from _report_tools import tool
 
 
 def _run(*args, check=True) -> subprocess.CompletedProcess:
@@ -32,14 +24,14 @@ def _run(*args, check=True) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def split_model(tmp_path_factory) -> list[Path]:
     out = tmp_path_factory.mktemp("mkmodel") / "tiny.gguf"
-    _run(_tool("strata-mkmodel"), "--arch", "llama", "--preset", "tiny", "--shards", "3", "--seed", "7", "-o", out)
+    _run(tool("strata-mkmodel"), "--arch", "llama", "--preset", "tiny", "--shards", "3", "--seed", "7", "-o", out)
     shards = sorted(out.parent.glob("tiny-0000?-of-00003.gguf"))
     assert [p.name for p in shards] == [f"tiny-0000{i}-of-00003.gguf" for i in (1, 2, 3)]
     return shards
 
 
 def _inspect_json(*args) -> dict:
-    return json.loads(_run(_tool("strata-inspect"), *args, "--json").stdout)
+    return json.loads(_run(tool("strata-inspect"), *args, "--json").stdout)
 
 
 def test_mkmodel_writes_three_shards_the_gguf_package_reads_as_llama_iq1s(split_model):
@@ -66,9 +58,9 @@ def test_inspect_json_lists_every_tensor_shard_digest_and_the_identity(split_mod
 
 def test_mkmodel_is_reproducible_from_its_seed(split_model, tmp_path):
     again = tmp_path / "tiny.gguf"
-    _run(_tool("strata-mkmodel"), "--preset", "tiny", "--shards", "3", "--seed", "7", "-o", again)
+    _run(tool("strata-mkmodel"), "--preset", "tiny", "--shards", "3", "--seed", "7", "-o", again)
     other = tmp_path / "other.gguf"
-    _run(_tool("strata-mkmodel"), "--preset", "tiny", "--shards", "3", "--seed", "8", "-o", other)
+    _run(tool("strata-mkmodel"), "--preset", "tiny", "--shards", "3", "--seed", "8", "-o", other)
     ident = _inspect_json(split_model[0])["identity"]
     assert _inspect_json(tmp_path / "tiny-00001-of-00003.gguf")["identity"] == ident
     assert _inspect_json(tmp_path / "other-00001-of-00003.gguf")["identity"] != ident
@@ -76,7 +68,7 @@ def test_mkmodel_is_reproducible_from_its_seed(split_model, tmp_path):
 
 def test_inspect_dumps_a_tensor_as_float32_npy_equal_to_the_gguf_package_dequantization(split_model, tmp_path):
     out = tmp_path / "down.npy"
-    _run(_tool("strata-inspect"), split_model[0], "--tensor", "blk.1.ffn_down.weight", "--dump-f32", out)
+    _run(tool("strata-inspect"), split_model[0], "--tensor", "blk.1.ffn_down.weight", "--dump-f32", out)
     got = np.load(out)
     for path in split_model:
         for t in gguf.GGUFReader(path).tensors:
@@ -87,7 +79,7 @@ def test_inspect_dumps_a_tensor_as_float32_npy_equal_to_the_gguf_package_dequant
 
 
 def test_inspect_text_output_names_types_shapes_and_shards(split_model):
-    text = _run(_tool("strata-inspect"), split_model[0]).stdout
+    text = _run(tool("strata-inspect"), split_model[0]).stdout
     assert "GGUF v3, 3 shard(s)" in text
     assert "blk.0.ffn_down.weight" in text and "iq1_s" in text and "[512, 256]" in text
     assert "model identity:" in text
@@ -97,7 +89,7 @@ def test_inspect_text_output_names_types_shapes_and_shards(split_model):
                                         (Path(os.environ.get("STRATA_FIXTURES", ".")) / "gguf" / "broken").glob("*.gguf")
                                         if p.name != "tensor_offset_gap.gguf"))
 def test_inspect_refuses_a_broken_file_with_status_2_and_one_line_naming_it(gguf_dir, name):
-    result = _run(_tool("strata-inspect"), gguf_dir / "broken" / name, check=False)
+    result = _run(tool("strata-inspect"), gguf_dir / "broken" / name, check=False)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -106,20 +98,20 @@ def test_inspect_refuses_a_broken_file_with_status_2_and_one_line_naming_it(gguf
 
 
 def test_inspect_reports_a_missing_tensor_and_bad_arguments_with_status_2(split_model, tmp_path):
-    missing = _run(_tool("strata-inspect"), split_model[0], "--tensor", "nope", "--dump-f32", tmp_path / "x.npy",
+    missing = _run(tool("strata-inspect"), split_model[0], "--tensor", "nope", "--dump-f32", tmp_path / "x.npy",
                    check=False)
     assert missing.returncode == 2 and "tensor 'nope' not found" in missing.stderr
     assert not (tmp_path / "x.npy").exists()
-    assert _run(_tool("strata-inspect"), check=False).returncode == 2
-    assert _run(_tool("strata-inspect"), split_model[0], "--bogus", check=False).returncode == 2
-    bad = _run(_tool("strata-mkmodel"), "--preset", "huge", "-o", tmp_path / "m.gguf", check=False)
+    assert _run(tool("strata-inspect"), check=False).returncode == 2
+    assert _run(tool("strata-inspect"), split_model[0], "--bogus", check=False).returncode == 2
+    bad = _run(tool("strata-mkmodel"), "--preset", "huge", "-o", tmp_path / "m.gguf", check=False)
     assert bad.returncode == 2 and "unknown preset" in bad.stderr
 
 
 def test_run_streams_text_and_reports_the_actual_counts_and_rates(split_model):
     import re
     import strata
-    args = [_tool("strata-run"), split_model[0], "-p", "Hello, strata", "-n", "8", "--seed", "5", "--temp", "0.7"]
+    args = [tool("strata-run"), split_model[0], "-p", "Hello, strata", "-n", "8", "--seed", "5", "--temp", "0.7"]
     first = _run(*args)
     second = _run(*args)
     assert first.stdout == second.stdout and first.stdout.startswith("Hello, strata")
@@ -135,12 +127,12 @@ def test_run_streams_text_and_reports_the_actual_counts_and_rates(split_model):
 
 
 def test_run_refuses_bad_arguments_and_context_overflow_with_status_2(split_model):
-    assert _run(_tool("strata-run"), split_model[0], check=False).returncode == 2  # no prompt
-    bad = _run(_tool("strata-run"), split_model[0], "-p", "x", "--kv", "q4", check=False)
+    assert _run(tool("strata-run"), split_model[0], check=False).returncode == 2  # no prompt
+    bad = _run(tool("strata-run"), split_model[0], "-p", "x", "--kv", "q4", check=False)
     assert bad.returncode == 2 and "--kv" in bad.stderr
-    over = _run(_tool("strata-run"), split_model[0], "-p", "word " * 200, "--ctx", "16", check=False)
+    over = _run(tool("strata-run"), split_model[0], "-p", "word " * 200, "--ctx", "16", check=False)
     assert over.returncode == 2 and "do not fit the configured context of 16 tokens" in over.stderr
-    temp = _run(_tool("strata-run"), split_model[0], "-p", "x", "--temp", "-1", check=False)
+    temp = _run(tool("strata-run"), split_model[0], "-p", "x", "--temp", "-1", check=False)
     assert temp.returncode == 2 and "temperature" in temp.stderr
 
 
@@ -149,7 +141,7 @@ def test_mkmodel_bpe_and_spm_models_tokenize_round_trip_and_generate(tmp_path, a
     import strata
     for vocab in ("spm", "bpe"):
         out = tmp_path / f"{arch}-{vocab}.gguf"
-        _run(_tool("strata-mkmodel"), "--arch", arch, "--preset", "tiny", "--vocab", vocab, "--type", "q8_0",
+        _run(tool("strata-mkmodel"), "--arch", arch, "--preset", "tiny", "--vocab", vocab, "--type", "q8_0",
              "--seed", "3", "-o", out)
         with strata.Model(out) as m:
             assert m.vocab.kind == vocab
