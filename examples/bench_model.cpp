@@ -133,21 +133,8 @@ int run(const Options& o) {
     strata::model m(o.model);
     std::optional<strata::pipeline> pipe;
     std::optional<strata::session> session;
-    report_sections::Deployment deployment;
-    if (!o.pipeline.workers.empty()) {
-        strata::pipeline_params p = o.pipeline;
-        p.n_ctx = o.n_ctx;
-        p.n_threads = o.threads;
-        pipe.emplace(m, p);
-        session.emplace(pipe->session());
-        deployment = report_sections::pipeline_deployment(m, pipe->plan_json());
-    } else {
-        strata::session_params sp;
-        sp.n_ctx = o.n_ctx;
-        sp.n_threads = o.threads;
-        session.emplace(m, sp);
-        deployment = report_sections::local_deployment(m, session->n_ctx(), "f16");
-    }
+    report_sections::Deployment deployment =
+        report_sections::open_session(m, o.pipeline, o.n_ctx, o.threads, pipe, session);
     strata::sampling_params greedy;
     greedy.temperature = 0;
     session->set_sampling(greedy);

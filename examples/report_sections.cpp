@@ -42,6 +42,23 @@ int64_t arch_int(strata::model& m, const std::string& key) {
     }
 }
 
+Deployment open_session(strata::model& m, const strata::pipeline_params& pipeline, int64_t n_ctx, int32_t n_threads,
+                        std::optional<strata::pipeline>& pipe, std::optional<strata::session>& session) {
+    if (!pipeline.workers.empty()) {
+        strata::pipeline_params p = pipeline;
+        p.n_ctx = n_ctx;
+        p.n_threads = n_threads;
+        pipe.emplace(m, p);
+        session.emplace(pipe->session());
+        return pipeline_deployment(m, pipe->plan_json());
+    }
+    strata::session_params sp;
+    sp.n_ctx = n_ctx;
+    sp.n_threads = n_threads;
+    session.emplace(m, sp);
+    return local_deployment(m, session->n_ctx(), "f16");
+}
+
 Deployment local_deployment(strata::model& m, int64_t n_ctx, const std::string& kv_type, int64_t slots) {
     const int64_t n_layer = arch_int(m, "block_count");
     const int64_t model_ctx = arch_int(m, "context_length");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,12 @@ Deployment local_deployment(strata::model& m, int64_t n_ctx, const std::string& 
 
 // A pipeline as its plan says (the plan is untrusted text: a missing field becomes unknown).
 Deployment pipeline_deployment(strata::model& m, const std::string& plan_json, int64_t slots = 1);
+
+// The session a tool runs on, N_CTX and N_THREADS given: the head of a pipeline over
+// PIPELINE.workers (PIPE then holds the pipeline), or local when there are none; returns the
+// deployment section that describes it.
+Deployment open_session(strata::model& m, const strata::pipeline_params& pipeline, int64_t n_ctx, int32_t n_threads,
+                        std::optional<strata::pipeline>& pipe, std::optional<strata::session>& session);
 
 // Everything but the free sections; title, memory, benchmarks and evaluations are added by the caller.
 json base_sections(strata::model& m, const std::string& title, const Deployment& d);

@@ -126,22 +126,9 @@ int run(const Options& o) {
     const std::vector<eval::Task> tasks = eval::load_suite(o.suite);
     strata::model m(o.model);
     std::optional<strata::pipeline> pipe;
-    report_sections::Deployment deployment;
     std::optional<strata::session> session;
-    if (!o.pipeline.workers.empty()) {
-        strata::pipeline_params p = o.pipeline;
-        p.n_ctx = o.n_ctx;
-        p.n_threads = o.threads;
-        pipe.emplace(m, p);
-        session.emplace(pipe->session());
-        deployment = report_sections::pipeline_deployment(m, pipe->plan_json());
-    } else {
-        strata::session_params sp;
-        sp.n_ctx = o.n_ctx;
-        sp.n_threads = o.threads;
-        session.emplace(m, sp);
-        deployment = report_sections::local_deployment(m, session->n_ctx(), "f16");
-    }
+    const report_sections::Deployment deployment =
+        report_sections::open_session(m, o.pipeline, o.n_ctx, o.threads, pipe, session);
 
     strata::reports::memory_sampler sampler(o.cadence_ms);
     sampler.start();
