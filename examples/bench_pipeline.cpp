@@ -52,7 +52,8 @@ namespace fs = std::filesystem;
 const char* kUsage =
     "usage: strata-bench pipeline --model SHARD [SHARD...] [--stages 3] [--prompt-tokens 128]\n"
     "                             [--gen-tokens 64] [--repeat 3] [--threads-per-stage 1] [--n-batch 32]\n"
-    "                             [--layers A:B,C:D,...] [--ctx N] [--worker-binary PATH] [-o REPORT.json]\n"
+    "                             [--layers A:B,C:D,...] [--ctx N] [--wire f16|bf16|f32]\n"
+    "                             [--worker-binary PATH] [-o REPORT.json]\n"
     "Runs the model as one local session and as a pipeline of --stages stages (this process as the\n"
     "head, --stages - 1 strata-worker processes on 127.0.0.1, started here: by default the\n"
     "strata-worker next to strata-bench). Reports prefill and decode tok/s of both (min/median/max\n"
@@ -67,6 +68,7 @@ struct Options {
     int repeat = 3;
     int threads = 1;
     int n_batch = 32;
+    int32_t wire = STRATA_WIRE_F16;  // the pipeline's default
     int64_t n_ctx = 0;  // 0: prompt + gen + 8
     std::string layers;
     std::string worker_binary;
@@ -98,6 +100,7 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--n-batch") o.n_batch = parse_int(a, value(), 1);
         else if (a == "--ctx") o.n_ctx = parse_int(a, value(), 1);
         else if (a == "--layers") o.layers = value();
+        else if (a == "--wire") o.wire = cli::wire_dtype(value());
         else if (a == "--worker-binary") o.worker_binary = value();
         else if (a == "-o" || a == "--output") o.out = value();
         else if (a == "--heartbeat-ms") o.heartbeat_ms = parse_int(a, value(), 1);
@@ -466,8 +469,11 @@ std::string markdown(const json& r) {
        << r["machine"]["loadavg_after"].get<std::string>() << " after\n";
     md << "- stages: " << P["stages"] << " (layers " << P["layers"].get<std::string>() << "), "
        << r["config"]["threads_per_stage"] << " thread(s) per stage, n_batch " << r["config"]["n_batch"] << ", "
-       << r["config"]["repeat"] << " repetitions; greedy tokens identical: "
-       << (r["tokens_identical"].get<bool>() ? "yes" : "NO") << "\n\n";
+       << r["config"]["repeat"] << " repetitions; hidden states on the wire as "
+       << r["config"]["wire_dtype"].get<std::string>() << "; greedy tokens identical to the local session: "
+       << (r["tokens_identical"].get<bool>() ? "yes" : "NO")
+       << (r["config"]["wire_dtype"] == "f32" ? "" : " (f16/bf16 round the hidden states: tokens may differ; f32 is exact)")
+       << "\n\n";
     md << "| figure (min / median / max) | 1 stage (local session) | " << P["stages"] << " stages |\n";
     md << "|---|---|---|\n";
     md << "| prefill tok/s (" << L["prefill"]["tokens"] << " tokens) | " << mmm(L["prefill"]["tokens_per_second"])
@@ -568,6 +574,7 @@ int bench_pipeline_main(int argc, char** argv) {
         report["config"] = {{"stages", o.stages},        {"prompt_tokens", o.prompt_tokens},
                             {"gen_tokens", o.gen_tokens}, {"repeat", o.repeat},
                             {"threads_per_stage", o.threads}, {"n_batch", o.n_batch},
+                            {"wire_dtype", o.wire == STRATA_WIRE_F32 ? "f32" : o.wire == STRATA_WIRE_BF16 ? "bf16" : "f16"},
                             {"n_ctx", o.n_ctx},          {"sampling", "greedy"},
                             {"heartbeat_ms", o.heartbeat_ms}, {"peer_timeout_ms", o.peer_timeout_ms},
                             {"worker_binary", worker_binary}};
@@ -626,6 +633,7 @@ int bench_pipeline_main(int argc, char** argv) {
         pp.n_ctx = o.n_ctx;
         pp.n_threads = o.threads;
         pp.n_batch = o.n_batch;
+        pp.wire_dtype = o.wire;
         pp.heartbeat_ms = o.heartbeat_ms;
         pp.peer_timeout_ms = o.peer_timeout_ms;
         pp.connect_timeout_ms = 30000;
