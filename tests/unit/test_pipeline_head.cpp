@@ -90,15 +90,23 @@ std::vector<int32_t> random_tokens(std::mt19937_64& rng, size_t n, int64_t n_voc
     return t;
 }
 
+// A synthetic llama of n_layer layers with n_embd wide hidden states (n_ff = 2 n_embd).
+std::shared_ptr<const strata::gguf::ModelFile> synth_llama(int64_t n_layer, int64_t n_embd, uint64_t seed,
+                                                           int64_t* n_vocab) {
+    strata::test::SynthSpec spec;
+    spec.n_layer = n_layer;
+    spec.n_embd = n_embd;
+    spec.n_ff = 2 * n_embd;
+    *n_vocab = spec.n_vocab;
+    return strata::test::make_model(spec, seed);
+}
+
 }  // namespace
 
 TEST_CASE("pipeline head: three stages give the logits and tokens of one local sequence") {
     const uint64_t seed = strata::test::test_seed();
-    strata::test::SynthSpec spec;
-    spec.n_layer = 5;
-    spec.n_embd = 128;
-    spec.n_ff = 256;
-    std::shared_ptr<const strata::gguf::ModelFile> file = strata::test::make_model(spec, seed);
+    int64_t n_vocab = 0;
+    const auto file = synth_llama(5, 128, seed, &n_vocab);
     RunningWorker w1(file), w2(file);
     std::mt19937_64 rng(seed + 1);
 
@@ -116,7 +124,7 @@ TEST_CASE("pipeline head: three stages give the logits and tokens of one local s
             Head head(file, identity(), head_options({w1.port(), w2.port()}, plan, n_batch), greedy());
 
             // Prefill longer than a micro-batch, every row's logits.
-            const auto prompt = random_tokens(rng, 11, spec.n_vocab);
+            const auto prompt = random_tokens(rng, 11, n_vocab);
             std::vector<float> want, got;
             local.decode(prompt, true, &want);
             head.decode(prompt, true, &got);
@@ -167,14 +175,11 @@ TEST_CASE("pipeline head: three stages give the logits and tokens of one local s
 
 TEST_CASE("pipeline head: f16 and bf16 hidden states stay within a stated tolerance of one process") {
     const uint64_t seed = strata::test::test_seed();
-    strata::test::SynthSpec spec;
-    spec.n_layer = 4;
-    spec.n_embd = 128;
-    spec.n_ff = 256;
-    std::shared_ptr<const strata::gguf::ModelFile> file = strata::test::make_model(spec, seed);
+    int64_t n_vocab = 0;
+    const auto file = synth_llama(4, 128, seed, &n_vocab);
     RunningWorker w1(file), w2(file);
     std::mt19937_64 rng(seed);
-    const auto prompt = random_tokens(rng, 13, spec.n_vocab);
+    const auto prompt = random_tokens(rng, 13, n_vocab);
     strata::exec::ContextParams cp;
     cp.n_ctx = 96;
     cp.n_threads = 1;
@@ -204,11 +209,8 @@ TEST_CASE("pipeline head: f16 and bf16 hidden states stay within a stated tolera
 
 TEST_CASE("pipeline head: refusals leave the sequence usable; a stopped worker fails its stage, reconnect recovers") {
     const uint64_t seed = strata::test::test_seed();
-    strata::test::SynthSpec spec;
-    spec.n_layer = 3;
-    spec.n_embd = 64;
-    spec.n_ff = 128;
-    std::shared_ptr<const strata::gguf::ModelFile> file = strata::test::make_model(spec, seed);
+    int64_t n_vocab = 0;
+    const auto file = synth_llama(3, 64, seed, &n_vocab);
     auto w1 = std::make_unique<RunningWorker>(file);
     auto w2 = std::make_unique<RunningWorker>(file);
     const uint16_t port2 = w2->port();
@@ -216,7 +218,7 @@ TEST_CASE("pipeline head: refusals leave the sequence usable; a stopped worker f
     std::mt19937_64 rng(seed);
 
     // Too long for the context: refused before anything runs, nothing changes.
-    const auto too_long = random_tokens(rng, 97, spec.n_vocab);
+    const auto too_long = random_tokens(rng, 97, n_vocab);
     try {
         head.decode(too_long, false, nullptr);
         FAIL("an overflowing decode was accepted");
@@ -224,7 +226,7 @@ TEST_CASE("pipeline head: refusals leave the sequence usable; a stopped worker f
         CHECK(e.status() == strata::Status::context_overflow);
     }
     CHECK(head.n_past() == 0);
-    const auto prompt = random_tokens(rng, 9, spec.n_vocab);
+    const auto prompt = random_tokens(rng, 9, n_vocab);
     const int32_t first = head.decode_and_sample(prompt, 0, nullptr);
     CHECK(head.n_past() == 9);
 
