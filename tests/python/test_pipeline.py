@@ -227,6 +227,41 @@ def test_pipeline_arguments_are_checked_before_connecting(models):
         assert e.value.status == strata.Status.INVALID_ARGUMENT and "no-port-here" in e.value.message, e.value
 
 
+
+def test_bad_pipeline_and_worker_parameters_are_refused_by_name(models, tmp_path):
+    """Every setting is checked before anything is dialed or bound, and the error names it."""
+    empty_key = tmp_path / "empty.key"
+    empty_key.write_bytes(b"")
+    big_key = tmp_path / "big.key"
+    big_key.write_bytes(b"k" * ((1 << 20) + 1))
+    with strata.Model(models["llama-f32"][0]) as m:
+        bad_heads = [
+            (dict(key_file=str(empty_key)), "empty"),
+            (dict(key_file=str(big_key)), "1 MiB"),
+            (dict(key_file=str(tmp_path / "missing.key")), "missing.key"),
+            (dict(n_batch=0), "n_batch"),
+            (dict(heartbeat_ms=1000, peer_timeout_ms=1000), "peer_timeout_ms"),
+            (dict(heartbeat_ms=0), "heartbeat_ms"),
+            (dict(n_ctx=-1), "n_ctx"),
+        ]
+        for kwargs, named in bad_heads:
+            with pytest.raises(strata.StrataError) as e:
+                strata.Pipeline(m, workers=["127.0.0.1:1"], connect_timeout_ms=500, **kwargs)
+            assert e.value.status in (strata.Status.INVALID_ARGUMENT, strata.Status.IO), (kwargs, e.value)
+            assert named in e.value.message, (kwargs, e.value.message)
+        with pytest.raises(ValueError):
+            strata.Pipeline(m, workers=["127.0.0.1:1"], wire_dtype="f8")
+        bad_workers = [
+            (dict(listen="nowhere"), "nowhere"),
+            (dict(key_file=str(empty_key)), "empty"),
+            (dict(listen="10.255.255.1:0"), "10.255.255.1"),  # not loopback, no key: refused, or not bindable
+        ]
+        for kwargs, named in bad_workers:
+            with pytest.raises(strata.StrataError) as e:
+                strata.Worker(m, **kwargs)
+            assert named in e.value.message, (kwargs, e.value.message)
+
+
 @pytest.mark.parametrize("wire,tolerance", [("f16", 2e-3), ("bf16", 2e-2)])
 def test_half_precision_hidden_states_halve_the_bytes_within_a_stated_tolerance(models, workers, wire, tolerance):
     """Hidden states as f16 (the default) or bf16 between stages: every hop carries half the bytes
