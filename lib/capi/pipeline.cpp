@@ -158,7 +158,7 @@ void strata_pipeline_default_params(strata_pipeline_params* params) {
     params->wire_dtype = STRATA_WIRE_F16;
 }
 
-strata_status strata_pipeline_create(strata_model* model, const strata_pipeline_params* params,
+strata_status strata_pipeline_create(strata_model* model, [[maybe_unused]] const strata_pipeline_params* params,
                                      strata_pipeline** out_pipeline) {
     STRATA_API_BEGIN
     require(out_pipeline, "out_pipeline");
@@ -181,8 +181,8 @@ strata_status strata_pipeline_create(strata_model* model, const strata_pipeline_
 
 void strata_pipeline_free(strata_pipeline* pipeline) { delete pipeline; }
 
-strata_status strata_pipeline_plan_json(const strata_pipeline* pipeline, char* text, size_t capacity,
-                                        size_t* out_needed) {
+strata_status strata_pipeline_plan_json(const strata_pipeline* pipeline, [[maybe_unused]] char* text,
+                                        [[maybe_unused]] size_t capacity, [[maybe_unused]] size_t* out_needed) {
     STRATA_API_BEGIN
     require(pipeline, "pipeline");
     STRATA_PIPELINE_ONLY({
@@ -191,8 +191,8 @@ strata_status strata_pipeline_plan_json(const strata_pipeline* pipeline, char* t
     STRATA_API_END
 }
 
-strata_status strata_pipeline_stats_json(const strata_pipeline* pipeline, char* text, size_t capacity,
-                                         size_t* out_needed) {
+strata_status strata_pipeline_stats_json(const strata_pipeline* pipeline, [[maybe_unused]] char* text,
+                                         [[maybe_unused]] size_t capacity, [[maybe_unused]] size_t* out_needed) {
     STRATA_API_BEGIN
     require(pipeline, "pipeline");
     STRATA_PIPELINE_ONLY({
