@@ -361,11 +361,15 @@ struct Head::Impl {
         if (plan.empty()) plan = choose_plan(n_layers, n_stages);
         for (size_t i = 0; i < links.size(); ++i) links[i]->layers = plan[i + 1];
 
-        exec::ContextParams cp = options.context;
-        cp.first_layer = plan[0].first;
-        cp.last_layer = plan[0].second;
-        cp.n_batch = options.n_batch;
-        ctx = std::make_unique<exec::Context>(*file, cp);  // throws out_of_memory with the plan
+        if (ctx && ctx->first_layer() == plan[0].first && ctx->last_layer() == plan[0].second) {
+            ctx->reset();  // reconnecting with the executed plan: the head's own stage stays
+        } else {
+            exec::ContextParams cp = options.context;
+            cp.first_layer = plan[0].first;
+            cp.last_layer = plan[0].second;
+            cp.n_batch = options.n_batch;
+            ctx = std::make_unique<exec::Context>(*file, cp);  // throws out_of_memory with the plan
+        }
         if (Outcome o = run_blocking(io, configure_all())) throw *o;
         broken = false;
         has_row = false;
@@ -522,7 +526,8 @@ void Head::reconnect() {
     auto& m = *impl_;
     std::lock_guard lock(m.call_mutex);
     m.close_links();
-    m.ctx.reset();
+    m.ctx->reset();  // the sequence restarts empty; the head's stage (and its plan) stays
+    m.has_row = false;
     try {
         m.connect();
     } catch (...) {

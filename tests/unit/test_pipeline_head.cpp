@@ -249,6 +249,17 @@ TEST_CASE("pipeline head: refusals leave the sequence usable; a stopped worker f
         CHECK(e.status() == strata::Status::stage_failed);
     }
 
+    // Reconnecting while the worker is still down fails, naming it, and leaves the head usable.
+    try {
+        head.reconnect();
+        FAIL("a reconnect to a stopped worker succeeded");
+    } catch (const strata::Error& e) {
+        CHECK(std::string(e.what()).find(std::to_string(port2)) != std::string::npos);
+    }
+    CHECK(head.failed());
+    CHECK(head.n_ctx() == 96);
+    CHECK(head.n_past() == 0);
+
     // Restarted on the same port: reconnect, and the sequence starts again from empty.
     w2 = std::make_unique<RunningWorker>(file, port2);
     head.reconnect();
