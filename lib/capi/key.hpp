@@ -11,8 +11,9 @@ namespace strata::capi {
 
 inline constexpr size_t kMaxKeyBytes = 1 << 20;
 
-// key_file when not null, else key[0..key_length) (null key: the empty key). Throws
-// invalid_argument / io naming the file when it is empty, too large or unreadable.
+// key_file when not null, else key[0..key_length) (null key: the empty key). Throws naming
+// the file: not_found when it does not exist, invalid_argument when it is empty or over
+// 1 MiB (an empty file would silently mean "no key"), io when it cannot be read.
 std::vector<uint8_t> read_key(const char* key_file, const uint8_t* key, size_t key_length);
 
 }  // namespace strata::capi

@@ -1,14 +1,12 @@
 // strata_worker_*: serving a layer range of a model to pipeline heads (what strata-worker runs).
-#include <cerrno>
 #include <cstddef>
-#include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
+#include "capi/key.hpp"
 
 #if STRATA_HAS_PIPELINE
 #include "pipeline/worker.hpp"
@@ -28,32 +26,10 @@ namespace {
 
 #if STRATA_HAS_PIPELINE
 
-constexpr size_t kMaxKeyFileBytes = size_t(1) << 20;
-
-// The whole key file: a key is a secret of a few bytes to a few KiB, so an empty file (a
-// mistake that would silently mean "no key") and anything over 1 MiB are refused.
-std::vector<uint8_t> read_key_file(const char* path) {
-    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path, "rb"), std::fclose);
-    if (!f)
-        fail(errno == ENOENT ? Status::not_found : Status::io,
-             std::string("cannot open key file '") + path + "': " + std::strerror(errno));
-    std::vector<uint8_t> key(kMaxKeyFileBytes + 1);
-    const size_t n = std::fread(key.data(), 1, key.size(), f.get());
-    if (std::ferror(f.get())) fail(Status::io, std::string("cannot read key file '") + path + "'");
-    if (n == 0) fail(Status::invalid_argument, std::string("key file '") + path + "' is empty");
-    if (n > kMaxKeyFileBytes)
-        fail(Status::invalid_argument, std::string("key file '") + path + "' is larger than 1 MiB: not a key");
-    key.resize(n);
-    return key;
-}
-
+// A worker takes its key from one place only: both given is a mistake, not a precedence.
 std::vector<uint8_t> key_of(const strata_worker_params& p) {
-    if (p.key_file) {
-        if (p.key) fail(Status::invalid_argument, "give key_file or key, not both");
-        return read_key_file(p.key_file);
-    }
-    if (!p.key && p.key_length > 0) fail(Status::invalid_argument, "key is NULL but key_length is not 0");
-    return p.key ? std::vector<uint8_t>(p.key, p.key + p.key_length) : std::vector<uint8_t>();
+    if (p.key_file && p.key) fail(Status::invalid_argument, "give key_file or key, not both");
+    return strata::capi::read_key(p.key_file, p.key, p.key_length);
 }
 
 strata::pipeline::WorkerOptions options_of(strata_model* model, const strata_worker_params& p) {

@@ -238,7 +238,6 @@ def test_bad_pipeline_and_worker_parameters_are_refused_by_name(models, tmp_path
         bad_heads = [
             (dict(key_file=str(empty_key)), "empty"),
             (dict(key_file=str(big_key)), "1 MiB"),
-            (dict(key_file=str(tmp_path / "missing.key")), "missing.key"),
             (dict(n_batch=0), "n_batch"),
             (dict(heartbeat_ms=1000, peer_timeout_ms=1000), "peer_timeout_ms"),
             (dict(heartbeat_ms=0), "heartbeat_ms"),
@@ -249,6 +248,9 @@ def test_bad_pipeline_and_worker_parameters_are_refused_by_name(models, tmp_path
                 strata.Pipeline(m, workers=["127.0.0.1:1"], connect_timeout_ms=500, **kwargs)
             assert e.value.status in (strata.Status.INVALID_ARGUMENT, strata.Status.IO), (kwargs, e.value)
             assert named in e.value.message, (kwargs, e.value.message)
+        with pytest.raises(strata.StrataError) as e:  # a file that does not exist: not_found, named
+            strata.Pipeline(m, workers=["127.0.0.1:1"], key_file=str(tmp_path / "missing.key"))
+        assert e.value.status == strata.Status.NOT_FOUND and "missing.key" in e.value.message, e.value
         with pytest.raises(ValueError):
             strata.Pipeline(m, workers=["127.0.0.1:1"], wire_dtype="f8")
         bad_workers = [
