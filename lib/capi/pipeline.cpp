@@ -12,6 +12,7 @@
 
 #if STRATA_HAS_PIPELINE
 #include "pipeline/head.hpp"
+#include "pipeline/identity.hpp"
 #endif
 
 using strata::Status;
@@ -61,13 +62,6 @@ private:
     std::shared_ptr<Head> head_;
     std::shared_ptr<std::atomic<bool>> open_;
 };
-
-strata::transport::Digest digest_from_hex(const std::string& hex) {
-    strata::transport::Digest d{};
-    if (hex.size() != 2 * d.size()) fail(Status::internal, "model identity is not 64 hex characters");
-    for (size_t i = 0; i < d.size(); ++i) d[i] = uint8_t(std::stoul(hex.substr(2 * i, 2), nullptr, 16));
-    return d;
-}
 
 strata::transport::Timeout positive_ms(int32_t ms, const char* name) {
     if (ms <= 0) fail(Status::invalid_argument, std::string(name) + " is " + std::to_string(ms) + ", expected > 0");
@@ -171,7 +165,7 @@ strata_status strata_pipeline_create(strata_model* model, [[maybe_unused]] const
         auto pipeline = std::make_unique<strata_pipeline>();
         pipeline->file = model->file;
         pipeline->tokenizer = strata::capi::session_tokenizer(model);
-        const auto id = digest_from_hex(strata::capi::identity_of(model));
+        const auto id = strata::pipeline::parse_identity(strata::capi::identity_of(model));
         pipeline->head = std::make_shared<strata::pipeline::Head>(pipeline->file, id, std::move(options),
                                                                   strata::capi::default_sampling());
         *out_pipeline = pipeline.release();
