@@ -62,7 +62,9 @@ def valid_files(manifest: dict) -> dict:
 
 @pytest.fixture
 def seed(request: pytest.FixtureRequest) -> int:
-    """A fresh random seed for np.random.default_rng, printed (and put in assertion messages)."""
-    value = int.from_bytes(os.urandom(8), "little")
+    """A fresh random seed for np.random.default_rng, printed (and put in assertion messages);
+    STRATA_TEST_SEED=N replays a printed one."""
+    replay = os.environ.get("STRATA_TEST_SEED")
+    value = int(replay) if replay else int.from_bytes(os.urandom(8), "little")
     print(f"{request.node.name}: np.random.default_rng({value})")
     return value
