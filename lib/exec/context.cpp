@@ -1,10 +1,12 @@
-// The llama-family forward pass over one layer range (see context.hpp), on a Backend.
+// The forward pass over one layer range (see context.hpp), on a Backend: the driver and the
+// llama-family blocks; deepseek2's are in context_mla.cpp and context_moe.cpp.
 #include "exec/context.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "exec/context_scratch.hpp"
 #include "exec/cpu_backend.hpp"
 #include "exec/ops.hpp"
 #include "exec/rope.hpp"
@@ -14,29 +16,10 @@
 
 namespace strata::exec {
 
-// Activation buffers for one micro-batch of n_batch tokens (row-major, one row per token).
-struct Context::Scratch {
-    std::vector<float> x;     // [n_batch, n_embd] hidden state
-    std::vector<float> xn;    // [n_batch, n_embd] normalized
-    std::vector<float> q;     // [n_batch, n_q]
-    std::vector<float> k;     // [n_batch, n_kv]
-    std::vector<float> v;     // [n_batch, n_kv]
-    std::vector<float> attn;  // [n_batch, n_q] attention output
-    std::vector<float> proj;  // [n_batch, n_embd]
-    std::vector<float> gate;  // [n_batch, n_ff]
-    std::vector<float> up;    // [n_batch, n_ff]
-    std::vector<float> cos, sin;  // [n_batch, n_rot/2]
-    std::unique_ptr<Rope> rope;
-};
-
 namespace {
 
-uint64_t scratch_fixed(const model::Hparams& hp, int64_t n_batch, const Backend& be) {
-    const uint64_t per_token = uint64_t(3 * hp.n_embd + 2 * hp.n_q() + 2 * hp.n_kv() + 2 * hp.n_ff + hp.rope.n_rot);
-    const int64_t max_cols = std::max({hp.n_embd, hp.n_q(), hp.n_ff});
-    // + per-thread head buffers in attention (q-sized K and V temporaries)
-    return per_token * uint64_t(n_batch) * sizeof(float) + be.matmul_scratch_bytes(n_batch, max_cols) +
-           uint64_t(be.n_threads()) * uint64_t(2 * hp.head_dim) * sizeof(float);
+bool any_dense_layer(const model::ModelWeights& w) {
+    return std::any_of(w.layers.begin(), w.layers.end(), [](const model::LayerWeights& L) { return !L.moe; });
 }
 
 }  // namespace
@@ -51,13 +34,25 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
     n_batch_ = std::min(params.n_batch, n_ctx_);
     backend_ = std::make_unique<CpuBackend>(params.n_threads);
 
-    // Plan before allocating anything sizeable. kv_row_bytes refuses a KV type the heads cannot use.
-    const uint64_t row = kv_row_bytes(params.kv_type, hp_.n_head_kv, hp_.head_dim);
+    // Plan before allocating anything sizeable. The cache row sizes refuse a KV type the model's
+    // attention cannot use.
+    const bool dense = any_dense_layer(w_);
+    s_ = std::make_unique<Scratch>();
+    uint64_t per_token_floats = 0, per_position_floats = 0;
+    for_each_buffer(hp_, dense, 1, 1, *s_, [&](std::vector<float>&, int64_t floats, bool per_position) {
+        (per_position ? per_position_floats : per_token_floats) += uint64_t(floats);
+    });
+    const int64_t max_cols = std::max({hp_.n_embd, hp_.n_q(), hp_.n_attn_out(), hp_.n_ff, hp_.moe.n_ff_exp,
+                                       hp_.mla.q_lora_rank, hp_.mla.kv_lora_rank});
     PlanInputs in;
-    in.weight_bytes = w_.mapped_bytes;
-    in.kv_bytes_per_position = row * 2 * uint64_t(w_.layers.size());
-    in.scratch_fixed_bytes = scratch_fixed(hp_, n_batch_, *backend_);
-    in.scratch_bytes_per_position = uint64_t(backend_->n_threads()) * sizeof(float);  // attention scores
+    in.weight_bytes = w_.mapped_bytes + w_.owned_bytes;
+    in.kv_bytes_per_position = kv_bytes_per_position_layer(hp_, params.kv_type) * uint64_t(w_.layers.size());
+    // + the matmul's quantized activations, and per thread the attention's head temporaries
+    in.scratch_fixed_bytes = per_token_floats * uint64_t(n_batch_) * sizeof(float) +
+                             backend_->matmul_scratch_bytes(n_batch_, max_cols) +
+                             uint64_t(backend_->n_threads()) * uint64_t(2 * hp_.head_dim) * sizeof(float);
+    // + per thread the attention scores
+    in.scratch_bytes_per_position = (per_position_floats + uint64_t(backend_->n_threads())) * sizeof(float);
     in.n_ctx = n_ctx_;
     in.n_ctx_train = hp_.n_ctx_train;
     in.budget_bytes = params.memory_budget;
@@ -69,20 +64,14 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
                  (plan_.max_ctx_that_fits > 0 ? "; configure a context of at most " + std::to_string(plan_.max_ctx_that_fits)
                                               : "; the weights alone do not fit"));
 
-    kv_ = KvCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.n_head_kv, hp_.head_dim);
-    s_ = std::make_unique<Scratch>();
-    auto sz = [&](int64_t per_token) { return size_t(n_batch_ * per_token); };
-    s_->x.resize(sz(hp_.n_embd));
-    s_->xn.resize(sz(hp_.n_embd));
-    s_->q.resize(sz(hp_.n_q()));
-    s_->k.resize(sz(hp_.n_kv()));
-    s_->v.resize(sz(hp_.n_kv()));
-    s_->attn.resize(sz(hp_.n_q()));
-    s_->proj.resize(sz(hp_.n_embd));
-    s_->gate.resize(sz(hp_.n_ff));
-    s_->up.resize(sz(hp_.n_ff));
-    s_->cos.resize(sz(hp_.rope.n_rot / 2));
-    s_->sin.resize(sz(hp_.rope.n_rot / 2));
+    if (hp_.is_mla())
+        latent_ = LatentCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.mla.kv_lora_rank, hp_.rope.n_rot);
+    else
+        kv_ = KvCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.n_head_kv, hp_.head_dim);
+    for_each_buffer(hp_, dense, n_batch_, n_ctx_, *s_, [](std::vector<float>& b, int64_t floats, bool) {
+        b.resize(size_t(floats));
+    });
+    s_->chosen.resize(size_t(n_batch_ * hp_.moe.n_expert_used));
     s_->rope = std::make_unique<Rope>(hp_);
 }
 
@@ -157,58 +146,71 @@ void Context::write_output(const float* x, int64_t n, int64_t first, int64_t n_t
 }
 
 void Context::run_layers(float* x, int64_t n) {
-    const int64_t E = hp_.n_embd, Q = hp_.n_q(), KV = hp_.n_kv(), F = hp_.n_ff, D = hp_.head_dim;
+    const int64_t E = hp_.n_embd;
     const int64_t P = s_->rope->n_pairs();
     for (int64_t t = 0; t < n; ++t) s_->rope->angles(n_past_ + t, s_->cos.data() + t * P, s_->sin.data() + t * P);
-    Backend& be = *backend_;
-
     for (size_t li = 0; li < w_.layers.size(); ++li) {
         const model::LayerWeights& L = w_.layers[li];
-        // Attention block.
         for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, L.attn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
-        be.matmul(L.wq, s_->xn.data(), n, s_->q.data());
-        be.matmul(L.wk, s_->xn.data(), n, s_->k.data());
-        be.matmul(L.wv, s_->xn.data(), n, s_->v.data());
-        for (int64_t t = 0; t < n; ++t) {
-            float* q = s_->q.data() + t * Q;
-            float* k = s_->k.data() + t * KV;
-            float* v = s_->v.data() + t * KV;
-            if (!L.bq.empty()) {
-                add_inplace(q, L.bq.data(), Q);
-                add_inplace(k, L.bk.data(), KV);
-                add_inplace(v, L.bv.data(), KV);
-            }
-            const float* c = s_->cos.data() + t * P;
-            const float* s = s_->sin.data() + t * P;
-            for (int64_t h = 0; h < hp_.n_head; ++h) {
-                if (!L.q_norm.empty()) rms_norm(q + h * D, L.q_norm.data(), D, hp_.rms_eps, q + h * D);
-                s_->rope->apply(q + h * D, c, s);
-            }
-            for (int64_t h = 0; h < hp_.n_head_kv; ++h) {
-                if (!L.k_norm.empty()) rms_norm(k + h * D, L.k_norm.data(), D, hp_.rms_eps, k + h * D);
-                s_->rope->apply(k + h * D, c, s);
-            }
-            kv_.store(int64_t(li), n_past_ + t, k, v);
-        }
-        attention(int64_t(li), n);
-        be.matmul(L.wo, s_->attn.data(), n, s_->proj.data());
+        if (hp_.is_mla()) attention_mla(int64_t(li), n);
+        else attention_gqa(int64_t(li), n);
         add_inplace(x, s_->proj.data(), n * E);
 
-        // SwiGLU feed-forward block.
         for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, L.ffn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
-        be.matmul(L.w_gate, s_->xn.data(), n, s_->gate.data());
-        be.matmul(L.w_up, s_->xn.data(), n, s_->up.data());
-        swiglu(s_->gate.data(), s_->up.data(), n * F);
-        be.matmul(L.w_down, s_->gate.data(), n, s_->proj.data());
+        if (L.moe) ffn_moe(int64_t(li), n);
+        else ffn_dense(L.w_gate, L.w_up, L.w_down, n, s_->proj.data());
         add_inplace(x, s_->proj.data(), n * E);
     }
     n_past_ += n;
 }
 
+// SwiGLU: out = down(silu(gate xn) * up xn) for n tokens of s_->xn.
+void Context::ffn_dense(const model::WeightView& gate, const model::WeightView& up, const model::WeightView& down,
+                        int64_t n, float* out) {
+    backend_->matmul(gate, s_->xn.data(), n, s_->gate.data());
+    backend_->matmul(up, s_->xn.data(), n, s_->up.data());
+    swiglu(s_->gate.data(), s_->up.data(), n * gate.rows);
+    backend_->matmul(down, s_->gate.data(), n, out);
+}
+
+// Grouped-query attention block: q, k, v (+ biases, per-head norms), RoPE, cache, attention, wo.
+void Context::attention_gqa(int64_t li, int64_t n) {
+    const model::LayerWeights& L = w_.layers[size_t(li)];
+    const int64_t Q = hp_.n_q(), KV = hp_.n_kv(), D = hp_.head_dim;
+    const int64_t P = s_->rope->n_pairs();
+    Backend& be = *backend_;
+    be.matmul(L.wq, s_->xn.data(), n, s_->q.data());
+    be.matmul(L.wk, s_->xn.data(), n, s_->k.data());
+    be.matmul(L.wv, s_->xn.data(), n, s_->v.data());
+    for (int64_t t = 0; t < n; ++t) {
+        float* q = s_->q.data() + t * Q;
+        float* k = s_->k.data() + t * KV;
+        float* v = s_->v.data() + t * KV;
+        if (!L.bq.empty()) {
+            add_inplace(q, L.bq.data(), Q);
+            add_inplace(k, L.bk.data(), KV);
+            add_inplace(v, L.bv.data(), KV);
+        }
+        const float* c = s_->cos.data() + t * P;
+        const float* s = s_->sin.data() + t * P;
+        for (int64_t h = 0; h < hp_.n_head; ++h) {
+            if (!L.q_norm.empty()) rms_norm(q + h * D, L.q_norm.data(), D, hp_.rms_eps, q + h * D);
+            s_->rope->apply(q + h * D, c, s);
+        }
+        for (int64_t h = 0; h < hp_.n_head_kv; ++h) {
+            if (!L.k_norm.empty()) rms_norm(k + h * D, L.k_norm.data(), D, hp_.rms_eps, k + h * D);
+            s_->rope->apply(k + h * D, c, s);
+        }
+        kv_.store(li, n_past_ + t, k, v);
+    }
+    attention_scores_gqa(li, n);
+    be.matmul(L.wo, s_->attn.data(), n, s_->proj.data());
+}
+
 // Causal grouped-query attention of the n new tokens against the cache (which already holds
 // them). One (token, head) pair is one unit of work, computed the same way whatever the batch,
 // so one-token decode reproduces prefill exactly.
-void Context::attention(int64_t il, int64_t n) {
+void Context::attention_scores_gqa(int64_t il, int64_t n) {
     const int64_t Q = hp_.n_q(), D = hp_.head_dim, H = hp_.n_head, G = hp_.n_gqa();
     const float scale = float(1.0 / std::sqrt(double(D)));
     const int64_t n_past = n_past_;

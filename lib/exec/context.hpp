@@ -1,4 +1,6 @@
-// Context: one sequence running the llama-family forward pass over a contiguous layer range.
+// Context: one sequence running the forward pass over a contiguous layer range (llama family:
+// grouped-query attention and SwiGLU; deepseek2: latent attention and MoE, context_mla.cpp and
+// context_moe.cpp).
 //
 //   auto file = gguf::ModelFile::open({"model.gguf"});
 //   exec::Context ctx(*file, {.n_ctx = 2048, .n_threads = 8});
@@ -23,6 +25,7 @@
 
 #include "exec/backend.hpp"
 #include "exec/kv_cache.hpp"
+#include "exec/latent_cache.hpp"
 #include "exec/memory_plan.hpp"
 #include "model/hparams.hpp"
 #include "model/weights.hpp"
@@ -72,6 +75,7 @@ public:
     void forward_hidden(const float* hidden_in, int64_t n_tokens, float* out, bool all_logits = false);
 
     void reset() { n_past_ = 0; }
+    struct Scratch;  // context_scratch.hpp
     void truncate(int64_t n_past);  // drop positions >= n_past; 0 <= n_past <= n_past()
 
     Backend& backend() { return *backend_; }
@@ -80,19 +84,27 @@ private:
     void check_room(int64_t n_tokens) const;
     // Runs n tokens of hidden state x (n * n_embd, modified) through the layers at n_past.
     void run_layers(float* x, int64_t n);
-    void attention(int64_t il, int64_t n);
+    // Attention blocks: s_->xn (normalized input) -> s_->proj (the block's output), cache updated.
+    void attention_gqa(int64_t li, int64_t n);
+    void attention_scores_gqa(int64_t li, int64_t n);
+    void attention_mla(int64_t li, int64_t n);
+    void attention_scores_mla(int64_t li, int64_t n);
+    // FFN blocks: s_->xn -> s_->proj.
+    void ffn_dense(const model::WeightView& gate, const model::WeightView& up, const model::WeightView& down, int64_t n,
+                   float* out);
+    void ffn_moe(int64_t li, int64_t n);
     void write_output(const float* x, int64_t n, int64_t first_token, int64_t n_total, float* out,
                       bool all_logits);
 
     model::Hparams hp_;
     model::ModelWeights w_;
     std::unique_ptr<Backend> backend_;
-    KvCache kv_;
+    KvCache kv_;          // gqa
+    LatentCache latent_;  // mla
     MemoryPlan plan_;
     int64_t n_ctx_ = 0;
     int64_t n_batch_ = 0;
     int64_t n_past_ = 0;
-    struct Scratch;
     std::unique_ptr<Scratch> s_;
 };
 

@@ -1,5 +1,7 @@
 #include "exec/kv_cache.hpp"
 
+#include "exec/latent_cache.hpp"
+#include "model/hparams.hpp"
 #include "quant/convert.hpp"
 #include "quant/q8_0.hpp"
 #include "util/checked.hpp"
@@ -19,6 +21,11 @@ uint64_t kv_row_bytes(KvType type, int64_t n_head_kv, int64_t head_dim) {
                                       ": q8_0 quantizes blocks of 32 values and a head's " + std::to_string(head_dim) +
                                       " values are not a multiple of 32 (use the f16 KV cache)");
     return n / quant::kQK8_0 * sizeof(quant::block_q8_0);
+}
+
+uint64_t kv_bytes_per_position_layer(const model::Hparams& hp, KvType type) {
+    if (hp.is_mla()) return latent_row_bytes(type, hp.mla.kv_lora_rank, hp.rope.n_rot);
+    return 2 * kv_row_bytes(type, hp.n_head_kv, hp.head_dim);
 }
 
 KvCache::KvCache(KvType type, int64_t n_layers, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim)

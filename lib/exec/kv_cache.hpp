@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace strata::model {
+struct Hparams;
+}
+
 namespace strata::exec {
 
 enum class KvType { f16, q8_0 };
@@ -16,6 +20,10 @@ const char* kv_type_name(KvType type);
 // Bytes of one stored row of n values; throws Error(unsupported) saying why a type cannot store
 // rows of heads of head_dim values.
 uint64_t kv_row_bytes(KvType type, int64_t n_head_kv, int64_t head_dim);
+
+// Cache bytes one position takes in one layer of this model: K and V rows (gqa) or one latent
+// row (mla). Throws Error(unsupported) as kv_row_bytes / latent_row_bytes do.
+uint64_t kv_bytes_per_position_layer(const model::Hparams& hp, KvType type);
 
 class KvCache {
 public:

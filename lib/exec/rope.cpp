@@ -26,6 +26,7 @@ Rope::Rope(const model::Hparams& hp) : order_(hp.arch.rope_order), n_rot_(hp.rop
         corr_low_ = std::max(0.0, std::floor(yarn_corr_dim(n, orig, r.beta_fast, r.freq_base)));
         corr_high_ = std::min(n - 1.0, std::ceil(yarn_corr_dim(n, orig, r.beta_slow, r.freq_base)));
     }
+    if (r.unit_magnitude) mscale_ = 1.0;  // deepseek2: the temperature is in the attention scale
     inv_freq_.resize(size_t(n_rot_ / 2));
     for (int64_t i = 0; i < n_rot_ / 2; ++i) inv_freq_[size_t(i)] = std::pow(r.freq_base, -double(2 * i) / double(n_rot_));
 }

@@ -1,4 +1,5 @@
-// Reading the llama-family hyperparameters (key names from llama.cpp's llama-arch.cpp).
+// Reading the hyperparameters (key names from llama.cpp's llama-arch.cpp); the deepseek2 part is
+// in hparams_deepseek2.cpp.
 #include "model/hparams.hpp"
 
 #include <cmath>
@@ -10,24 +11,31 @@
 namespace strata::model {
 
 ArchTraits find_arch(const std::string& name) {
-    for (const ArchTraits& t : {llama_traits(), qwen2_traits(), qwen3_traits()})
+    for (const ArchTraits& t : {llama_traits(), qwen2_traits(), qwen3_traits(), deepseek2_traits()})
         if (name == t.name) return t;
-    fail(Status::unsupported, "unsupported architecture '" + name + "' (supported: llama, qwen2, qwen3)");
+    fail(Status::unsupported, "unsupported architecture '" + name + "' (supported: llama, qwen2, qwen3, deepseek2)");
+}
+
+[[noreturn]] void bad_key(const std::string& key, const std::string& why) {
+    fail(Status::format, "metadata key '" + key + "' " + why);
+}
+
+int64_t positive_key(const gguf::ModelFile& f, const std::string& key, std::optional<int64_t> fallback) {
+    const auto v = meta_int(f, key);
+    if (!v && !fallback) bad_key(key, "is missing");
+    const int64_t x = v ? *v : *fallback;
+    if (x <= 0) bad_key(key, "must be positive, is " + std::to_string(x));
+    return x;
 }
 
 namespace {
 
-[[noreturn]] void bad(const std::string& key, const std::string& why) {
-    fail(Status::format, "metadata key '" + key + "' " + why);
+void bad(const std::string& key, const std::string& why) { bad_key(key, why); }
+int64_t positive(const gguf::ModelFile& f, const std::string& key, std::optional<int64_t> fallback = {}) {
+    return positive_key(f, key, fallback);
 }
 
-int64_t positive(const gguf::ModelFile& f, const std::string& key, std::optional<int64_t> fallback = {}) {
-    const auto v = meta_int(f, key);
-    if (!v && !fallback) bad(key, "is missing");
-    const int64_t x = v ? *v : *fallback;
-    if (x <= 0) bad(key, "must be positive, is " + std::to_string(x));
-    return x;
-}
+}  // namespace
 
 void read_rope(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
     RopeParams& r = hp.rope;
@@ -68,8 +76,6 @@ void read_rope(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
         if (!std::isfinite(v)) bad(p + "rope.scaling.yarn_*", "must be finite");
 }
 
-}  // namespace
-
 Hparams read_hparams(const gguf::ModelFile& f) {
     const auto arch_name = meta_string(f, "general.architecture");
     if (!arch_name) fail(Status::format, "metadata key 'general.architecture' is missing");
@@ -84,6 +90,20 @@ Hparams read_hparams(const gguf::ModelFile& f) {
     hp.n_head = positive(f, p + "attention.head_count");
     hp.n_head_kv = positive(f, p + "attention.head_count_kv", hp.n_head);
     if (hp.n_layer > 100000) bad(p + "block_count", "is implausibly large (" + std::to_string(hp.n_layer) + ")");
+    hp.rms_eps = meta_float(f, p + "attention.layer_norm_rms_epsilon").value_or(1e-5);
+    if (!(hp.rms_eps > 0.0) || !std::isfinite(hp.rms_eps))
+        bad(p + "attention.layer_norm_rms_epsilon", "must be a finite number > 0");
+    if (hp.is_mla()) {
+        read_deepseek2_hparams(f, p, hp);
+    } else {
+        read_gqa_attention(f, p, hp);
+        read_rope(f, p, hp);
+    }
+    read_vocab_size(f, hp);
+    return hp;
+}
+
+void read_gqa_attention(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
     if (hp.n_head % hp.n_head_kv != 0)
         bad(p + "attention.head_count_kv", "(" + std::to_string(hp.n_head_kv) + ") does not divide attention.head_count (" +
                                                std::to_string(hp.n_head) + ")");
@@ -99,18 +119,14 @@ Hparams read_hparams(const gguf::ModelFile& f) {
         fail(Status::unsupported, "metadata keys '" + p + "attention.key_length' (" + std::to_string(hp.head_dim) +
                                       ") and 'attention.value_length' (" + std::to_string(*v_len) +
                                       ") differ: not supported for the llama family");
+}
 
-    hp.rms_eps = meta_float(f, p + "attention.layer_norm_rms_epsilon").value_or(1e-5);
-    if (!(hp.rms_eps > 0.0) || !std::isfinite(hp.rms_eps))
-        bad(p + "attention.layer_norm_rms_epsilon", "must be a finite number > 0");
-    read_rope(f, p, hp);
-
+void read_vocab_size(const gguf::ModelFile& f, Hparams& hp) {
     const auto te = f.find_tensor("token_embd.weight");
     if (!te) fail(Status::format, "tensor 'token_embd.weight' is missing (it gives the vocabulary size)");
     hp.n_vocab = f.tensors()[*te].ne[1];
     if (hp.n_vocab <= 0 || hp.n_vocab > INT32_MAX)
         fail(Status::format, "tensor 'token_embd.weight' has an unusable vocabulary size " + std::to_string(hp.n_vocab));
-    return hp;
 }
 
 }  // namespace strata::model

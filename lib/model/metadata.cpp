@@ -41,6 +41,13 @@ std::optional<double> meta_float(const gguf::ModelFile& file, const std::string&
     fail(Status::format, "metadata key '" + key + "' must be a number, found " + gguf::value_type_name(v->type()));
 }
 
+std::optional<bool> meta_bool(const gguf::ModelFile& file, const std::string& key) {
+    const auto v = find(file, key);
+    if (!v) return std::nullopt;
+    if (auto b = v->as_bool()) return *b;
+    fail(Status::format, "metadata key '" + key + "' must be a bool, found " + gguf::value_type_name(v->type()));
+}
+
 int64_t require_int(const gguf::ModelFile& file, const std::string& key) {
     const auto v = meta_int(file, key);
     if (!v) fail(Status::format, "metadata key '" + key + "' is missing");

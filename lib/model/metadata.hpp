@@ -15,6 +15,7 @@ namespace strata::model {
 std::optional<std::string> meta_string(const gguf::ModelFile& file, const std::string& key);
 std::optional<int64_t> meta_int(const gguf::ModelFile& file, const std::string& key);
 std::optional<double> meta_float(const gguf::ModelFile& file, const std::string& key);  // any number
+std::optional<bool> meta_bool(const gguf::ModelFile& file, const std::string& key);
 
 int64_t require_int(const gguf::ModelFile& file, const std::string& key);
 

@@ -15,23 +15,35 @@ class ModelFile;
 
 namespace strata::model {
 
-// A 2-D weight matrix (rows of `cols` elements, ggml type `type`) or a vector (rows == 1).
+// A 2-D weight matrix (rows of `cols` elements, ggml type `type`) or a vector (rows == 1); or a
+// stack of n_mats such matrices (a 3-D tensor: experts, per-head projections) mat_stride bytes
+// apart, of which mat(i) is one.
 struct WeightView {
     std::string name;
     uint32_t type = 0;
     int64_t cols = 0;          // ne[0]: elements per row
     int64_t rows = 0;          // ne[1]
     uint64_t row_bytes = 0;
-    const uint8_t* data = nullptr;  // into the mapping
+    const uint8_t* data = nullptr;  // into the mapping (or a buffer the weights own)
     uint64_t nbytes = 0;
+    int64_t n_mats = 1;        // ne[2] of a stack
+    uint64_t mat_stride = 0;   // bytes from one matrix of the stack to the next
     bool present() const { return data != nullptr; }
     const uint8_t* row(int64_t r) const { return data + uint64_t(r) * row_bytes; }
+    // Matrix i of a stack (0 <= i < n_mats), as a plain 2-D view.
+    WeightView mat(int64_t i) const {
+        WeightView m = *this;
+        m.data = data + uint64_t(i) * mat_stride;
+        m.n_mats = 1;
+        m.nbytes = uint64_t(rows) * row_bytes;
+        return m;
+    }
 };
 
 struct LayerWeights {
     // norms and biases are small: kept as float32 copies (any stored float/quant type accepted)
     std::vector<float> attn_norm;  // [n_embd]
-    WeightView wq;                 // [n_embd, n_q]
+    WeightView wq;                 // [n_embd, n_q] (mla: when there is no low-rank query)
     WeightView wk;                 // [n_embd, n_kv]
     WeightView wv;                 // [n_embd, n_kv]
     WeightView wo;                 // [n_q, n_embd]
@@ -39,9 +51,28 @@ struct LayerWeights {
     std::vector<float> q_norm;     // qwen3: [head_dim]; empty otherwise
     std::vector<float> k_norm;     // qwen3: [head_dim]
     std::vector<float> ffn_norm;   // [n_embd]
-    WeightView w_gate;             // [n_embd, n_ff]
+    WeightView w_gate;             // [n_embd, n_ff] (dense layers)
     WeightView w_up;               // [n_embd, n_ff]
     WeightView w_down;             // [n_ff, n_embd]
+
+    // Multi-head latent attention (deepseek2.md). C = kv_lora_rank, R = n_rot.
+    WeightView wq_a;               // [n_embd, q_lora] (q_lora_rank > 0)
+    std::vector<float> q_a_norm;   // [q_lora]
+    WeightView wq_b;               // [q_lora, n_q]
+    WeightView wkv_a;              // [n_embd, C + R]: latent, then the rope key
+    std::vector<float> kv_a_norm;  // [C]
+    WeightView wk_b;               // stack of n_head [qk_nope, C]: q_nope -> the latent space
+    WeightView wv_b;               // stack of n_head [C, v_head_dim]: latent -> value
+    std::vector<uint8_t> k_b_owned;  // legacy files (attn_kv_b): wk_b built at load, float32
+
+    // Mixture of experts (layers from n_dense_lead on).
+    bool moe = false;
+    WeightView gate_inp;           // [n_embd, n_expert] router
+    std::vector<float> exp_probs_b;  // [n_expert] selection bias; empty if absent
+    WeightView gate_exps, up_exps; // stacks of n_expert [n_embd, n_ff_exp]
+    WeightView down_exps;          // stack of n_expert [n_ff_exp, n_embd]
+    WeightView gate_shexp, up_shexp;  // [n_embd, n_ff_exp * n_shared] (n_shared > 0)
+    WeightView down_shexp;         // [n_ff_exp * n_shared, n_embd]
 };
 
 struct ModelWeights {
@@ -55,6 +86,7 @@ struct ModelWeights {
     WeightView output;              // [n_embd, n_vocab]; last stage (token_embd when tied)
     bool tied_output = false;
     uint64_t mapped_bytes = 0;      // bytes of every distinct tensor bound (what the stage touches)
+    uint64_t owned_bytes = 0;       // bytes built at load (legacy MLA k_b), held in memory
 };
 
 // Binds layers [first, last) (0 <= first < last <= n_layer), plus token_embd when first == 0 and

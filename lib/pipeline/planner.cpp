@@ -101,7 +101,7 @@ LayerCosts layer_costs(const gguf::ModelFile& file, int64_t n_ctx, exec::KvType 
     }
     if (tied)  // the output projection reads the token embeddings on the last stage too
         if (auto i = file.find_tensor("token_embd.weight")) c.last_stage_bytes += file.tensors()[*i].nbytes;
-    const uint64_t kv_per_layer = exec::kv_row_bytes(kv_type, hp.n_head_kv, hp.head_dim) * 2 * uint64_t(n_ctx);
+    const uint64_t kv_per_layer = exec::kv_bytes_per_position_layer(hp, kv_type) * uint64_t(n_ctx);
     for (auto& b : c.layer_bytes) b += kv_per_layer;
     return c;
 }

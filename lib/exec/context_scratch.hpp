@@ -1,0 +1,85 @@
+// The activation buffers of a Context (internal to exec/context*.cpp). Which buffers an
+// architecture needs and how large they are is written once, in for_each_buffer, and used both
+// by the memory plan (before anything is allocated) and by the allocation itself.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "exec/context.hpp"
+#include "exec/moe_route.hpp"
+#include "exec/rope.hpp"
+
+namespace strata::exec {
+
+// Rows are tokens of one micro-batch (n_batch of them) unless said otherwise.
+struct Context::Scratch {
+    std::vector<float> x, xn, proj;   // [n, n_embd]: hidden state, normalized, block output
+    std::vector<float> q;             // [n, n_q]
+    std::vector<float> attn;          // [n, n_attn_out] attention output before attn_output
+    std::vector<float> cos, sin;      // [n, n_rot/2]
+    std::vector<float> gate, up;      // [n, widest dense or shared-expert FFN]
+    // gqa
+    std::vector<float> k, v;          // [n, n_kv]
+    // mla (deepseek2.md)
+    std::vector<float> q_a;           // [n, q_lora]
+    std::vector<float> ckv;           // [n, C + R]: normalized latent, rotated key
+    std::vector<float> q_abs, o_lat;  // [n_head][n][C]: absorbed queries, attention in the latent space
+    std::vector<float> head_in;       // [n, qk_nope]: one head's q_nope, contiguous for the matmul
+    std::vector<float> head_out;      // [n, v_head_dim]
+    std::vector<float> latent;        // [n_ctx, C + R]: the layer's cache as float32 (per position)
+    // moe
+    std::vector<float> router;        // [n, n_expert]
+    std::vector<float> moe_out;       // [n, n_embd]
+    std::vector<float> xe, de;        // [n, n_embd]: one expert's tokens in, out
+    std::vector<float> ge, ue;        // [n, n_ff_exp]
+    std::vector<int32_t> chosen;      // [n, n_expert_used]
+    std::vector<float> chosen_w;      // [n, n_expert_used]
+    RouteWorkspace route;
+    std::unique_ptr<Rope> rope;
+};
+
+// Calls f(buffer, floats, per_position) for every float buffer: per_position false: floats for
+// n_batch tokens; true: floats for n_ctx positions (it grows with the context). Dense FFN width: the widest dense layer of the range
+// or the shared experts.
+template <class F>
+void for_each_buffer(const model::Hparams& hp, bool any_dense, int64_t n_batch, int64_t n_ctx, Context::Scratch& s, F&& f) {
+    const int64_t E = hp.n_embd;
+    auto tok = [&](std::vector<float>& b, int64_t per_token) { f(b, n_batch * per_token, false); };
+    const int64_t ff = std::max(any_dense ? hp.n_ff : 0, hp.moe.n_ff_exp * hp.moe.n_expert_shared);
+    tok(s.x, E);
+    tok(s.xn, E);
+    tok(s.proj, E);
+    tok(s.q, hp.n_q());
+    tok(s.attn, hp.n_attn_out());
+    tok(s.cos, (hp.rope.n_rot / 2));
+    tok(s.sin, (hp.rope.n_rot / 2));
+    tok(s.gate, ff);
+    tok(s.up, ff);
+    if (!hp.is_mla()) {
+        tok(s.k, hp.n_kv());
+        tok(s.v, hp.n_kv());
+    } else {
+        const model::MlaParams& m = hp.mla;
+        const int64_t width = m.kv_lora_rank + hp.rope.n_rot;
+        tok(s.q_a, m.q_lora_rank);
+        tok(s.ckv, width);
+        tok(s.q_abs, hp.n_head * m.kv_lora_rank);
+        tok(s.o_lat, hp.n_head * m.kv_lora_rank);
+        tok(s.head_in, m.qk_nope);
+        tok(s.head_out, m.v_head_dim);
+        f(s.latent, n_ctx * width, true);
+    }
+    if (hp.moe.n_expert > 0) {
+        tok(s.router, hp.moe.n_expert);
+        tok(s.moe_out, E);
+        tok(s.xe, E);
+        tok(s.de, E);
+        tok(s.ge, hp.moe.n_ff_exp);
+        tok(s.ue, hp.moe.n_ff_exp);
+        tok(s.chosen_w, hp.moe.n_expert_used);
+    }
+}
+
+}  // namespace strata::exec
