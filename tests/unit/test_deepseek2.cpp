@@ -1,0 +1,330 @@
+// deepseek2 pieces on their own: MoE routing (hand-worked cases), the latent KV cache, and the
+// hyperparameter / tensor checks of deepseek2 files (lib/model/deepseek2.md). The forward pass
+// itself is compared with the numpy reference in tests/python/test_forward_deepseek2.py.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "exec/context.hpp"
+#include "exec/latent_cache.hpp"
+#include "exec/moe_route.hpp"
+#include "gguf/model_file.hpp"
+#include "gguf/writer.hpp"
+#include "model/hparams.hpp"
+#include "model/weights.hpp"
+#include "quant/formats.hpp"
+#include "util/error.hpp"
+
+using namespace strata;
+
+namespace {
+
+model::MoeParams moe(int64_t n, int64_t k, model::ExpertGating g) {
+    model::MoeParams m;
+    m.n_expert = n;
+    m.n_expert_used = k;
+    m.gating = g;
+    return m;
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// A tiny deepseek2 file in memory: 2 layers (1 dense, 1 MoE), f32 weights, every key settable.
+struct TinyDs2 {
+    int64_t E = 64, H = 2, QL = 32, C = 32, nope = 16, R = 32, V = 16, FF = 64, FFE = 32, NE = 4, K = 2, vocab = 8;
+    bool legacy = false;
+    std::string drop_key, drop_tensor;
+    std::vector<std::pair<std::string, uint32_t>> u32;
+    std::string scaling;
+
+    std::unique_ptr<gguf::ModelFile> build() const {
+        gguf::Writer w;
+        const std::string p = "deepseek2.";
+        auto put = [&](const std::string& k, uint32_t v) {
+            if (k != drop_key) w.set_u32(p + k, v);
+        };
+        w.set_string("general.architecture", "deepseek2");
+        put("context_length", 256);
+        put("embedding_length", uint32_t(E));
+        put("block_count", 2);
+        put("feed_forward_length", uint32_t(FF));
+        put("attention.head_count", uint32_t(H));
+        put("attention.head_count_kv", legacy ? uint32_t(H) : 1);
+        put("attention.q_lora_rank", uint32_t(QL));
+        put("attention.kv_lora_rank", uint32_t(C));
+        put("rope.dimension_count", uint32_t(R));
+        if (legacy) {
+            put("attention.key_length", uint32_t(nope + R));
+            put("attention.value_length", uint32_t(V));
+        } else {
+            put("attention.key_length", uint32_t(C + R));
+            put("attention.value_length", uint32_t(C));
+            put("attention.key_length_mla", uint32_t(nope + R));
+            put("attention.value_length_mla", uint32_t(V));
+        }
+        put("leading_dense_block_count", 1);
+        put("expert_count", uint32_t(NE));
+        put("expert_used_count", uint32_t(K));
+        put("expert_shared_count", 1);
+        put("expert_feed_forward_length", uint32_t(FFE));
+        put("expert_gating_func", 2);
+        for (const auto& [k, v] : u32) w.set_u32(p + k, v);
+        if (!scaling.empty()) {
+            w.set_string(p + "rope.scaling.type", scaling);
+            w.set_f32(p + "rope.scaling.factor", 4.0f);
+            w.set_u32(p + "rope.scaling.original_context_length", 64);
+            w.set_f32(p + "rope.scaling.yarn_log_multiplier", 0.1f);
+        }
+        std::mt19937_64 rng(7);
+        std::normal_distribution<float> d(0.0f, 0.2f);
+        auto tensor = [&](const std::string& name, std::vector<int64_t> ne) {
+            if (name == drop_tensor) return;
+            int64_t n = 1;
+            for (auto x : ne) n *= x;
+            std::vector<float> v(static_cast<size_t>(n));
+            for (auto& x : v) x = d(rng);
+            w.add_tensor(name, quant::kTypeF32, uint32_t(ne.size()), ne.data(),
+                         std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)));
+        };
+        tensor("token_embd.weight", {E, vocab});
+        for (int l = 0; l < 2; ++l) {
+            const std::string b = "blk." + std::to_string(l) + ".";
+            tensor(b + "attn_norm.weight", {E});
+            tensor(b + "attn_q_a.weight", {E, QL});
+            tensor(b + "attn_q_a_norm.weight", {QL});
+            tensor(b + "attn_q_b.weight", {QL, H * (nope + R)});
+            tensor(b + "attn_kv_a_mqa.weight", {E, C + R});
+            tensor(b + "attn_kv_a_norm.weight", {C});
+            if (legacy) {
+                tensor(b + "attn_kv_b.weight", {C, H * (nope + V)});
+            } else {
+                tensor(b + "attn_k_b.weight", {nope, C, H});
+                tensor(b + "attn_v_b.weight", {C, V, H});
+            }
+            tensor(b + "attn_output.weight", {H * V, E});
+            tensor(b + "ffn_norm.weight", {E});
+            if (l == 0) {
+                tensor(b + "ffn_gate.weight", {E, FF});
+                tensor(b + "ffn_up.weight", {E, FF});
+                tensor(b + "ffn_down.weight", {FF, E});
+            } else {
+                tensor(b + "ffn_gate_inp.weight", {E, NE});
+                tensor(b + "exp_probs_b.bias", {NE});
+                tensor(b + "ffn_gate_exps.weight", {E, FFE, NE});
+                tensor(b + "ffn_up_exps.weight", {E, FFE, NE});
+                tensor(b + "ffn_down_exps.weight", {FFE, E, NE});
+                tensor(b + "ffn_gate_shexp.weight", {E, FFE});
+                tensor(b + "ffn_up_shexp.weight", {E, FFE});
+                tensor(b + "ffn_down_shexp.weight", {FFE, E});
+            }
+        }
+        tensor("output_norm.weight", {E});
+        tensor("output.weight", {E, vocab});
+        return gguf::ModelFile::parse_memory(w.to_bytes(), "tiny-deepseek2.gguf");
+    }
+};
+
+std::string error_of(const TinyDs2& spec) {
+    try {
+        auto f = spec.build();
+        const model::Hparams hp = model::read_hparams(*f);
+        (void)model::bind_weights(*f, hp, 0, int(hp.n_layer));
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("MoE routing: sigmoid gating, the bias only chooses, weights normalized then scaled") {
+    auto m = moe(4, 2, model::ExpertGating::sigmoid);
+    m.weights_norm = true;
+    m.weights_scale = 2.5;
+    const float logits[4] = {0.5f, -1.0f, 0.2f, 0.1f};
+    const float bias[4] = {0.0f, 0.9f, 0.0f, 0.0f};  // lifts expert 1 (sigmoid 0.27 + 0.9) above all
+    exec::RouteWorkspace ws;
+    int32_t chosen[2];
+    float w[2];
+    const float margin = exec::route_token(logits, bias, m, ws, chosen, w);
+    CHECK(chosen[0] == 1);
+    CHECK(chosen[1] == 0);
+    const float p1 = sigmoid(-1.0f), p0 = sigmoid(0.5f);  // weights from the unbiased probabilities
+    CHECK(w[0] == doctest::Approx(2.5 * p1 / (p0 + p1)).epsilon(1e-6));
+    CHECK(w[1] == doctest::Approx(2.5 * p0 / (p0 + p1)).epsilon(1e-6));
+    CHECK(margin == doctest::Approx(sigmoid(0.5f) - sigmoid(0.2f)).epsilon(1e-6));
+}
+
+TEST_CASE("MoE routing: softmax gating without normalization keeps the probabilities") {
+    auto m = moe(3, 1, model::ExpertGating::softmax);
+    const float logits[3] = {1.0f, 2.0f, 0.0f};
+    exec::RouteWorkspace ws;
+    int32_t chosen[1];
+    float w[1];
+    exec::route_token(logits, nullptr, m, ws, chosen, w);
+    const double z = std::exp(1.0) + std::exp(2.0) + std::exp(0.0);
+    CHECK(chosen[0] == 1);
+    CHECK(w[0] == doctest::Approx(std::exp(2.0) / z).epsilon(1e-6));
+}
+
+TEST_CASE("MoE routing: grouped top-k keeps the groups with the best two-expert sums") {
+    // 8 experts in 4 groups of 2; 2 groups kept. Group sums: g0 0.9+0.0, g1 0.5+0.5, g2 0.8+0.3,
+    // g3 0.2+0.1 -> kept g2 (1.1) and g1 (1.0); expert 0 (0.9, the best single score) is dropped.
+    auto m = moe(8, 2, model::ExpertGating::sigmoid);
+    m.n_group = 4;
+    m.n_group_used = 2;
+    const float sel[8] = {0.9f, 0.0f, 0.5f, 0.5f, 0.8f, 0.3f, 0.2f, 0.1f};
+    float logits[8];
+    for (int i = 0; i < 8; ++i) logits[i] = 0.0f;
+    exec::RouteWorkspace ws;
+    int32_t chosen[2];
+    float w[2];
+    // zero logits: every probability is 0.5, so the bias alone orders them
+    const float margin = exec::route_token(logits, sel, m, ws, chosen, w);
+    CHECK(chosen[0] == 4);
+    CHECK(chosen[1] == 2);  // ties 2 and 3 at 0.5: the lower index
+    CHECK(margin == doctest::Approx(0.0f).epsilon(1e-6));  // expert 3 ties expert 2
+    CHECK(w[0] == doctest::Approx(0.5f));
+}
+
+TEST_CASE("latent cache: f16 and q8_0 rows round-trip within their precision; q8_0 needs widths of 32") {
+    std::mt19937_64 rng(11);
+    std::normal_distribution<float> d(0.0f, 1.0f);
+    for (exec::KvType type : {exec::KvType::f16, exec::KvType::q8_0}) {
+        exec::LatentCache cache(type, 2, 8, 64, 32);
+        CHECK(cache.width() == 96);
+        std::vector<std::vector<float>> rows(3, std::vector<float>(96));
+        for (int p = 0; p < 3; ++p) {
+            for (auto& x : rows[size_t(p)]) x = d(rng);
+            cache.store(1, p, rows[size_t(p)].data());
+        }
+        std::vector<float> out(3 * 96);
+        cache.load(1, 3, out.data());
+        const float tol = type == exec::KvType::f16 ? 2e-3f : 4e-2f;
+        for (int p = 0; p < 3; ++p)
+            for (int i = 0; i < 96; ++i) CHECK(std::fabs(out[size_t(p * 96 + i)] - rows[size_t(p)][size_t(i)]) < tol);
+    }
+    CHECK(exec::latent_row_bytes(exec::KvType::f16, 512, 64) == 1152);  // Kimi K2
+    CHECK(exec::latent_row_bytes(exec::KvType::q8_0, 512, 64) == 18 * 34);
+    try {
+        (void)exec::latent_row_bytes(exec::KvType::q8_0, 512, 48);
+        FAIL("q8_0 accepted a rope key of 48 values");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::unsupported);
+        CHECK(std::string(e.what()).find("multiples of 32") != std::string::npos);
+    }
+}
+
+TEST_CASE("deepseek2 hyperparameters: MLA form, YaRN temperature, MoE keys") {
+    TinyDs2 spec;
+    spec.scaling = "yarn";
+    auto f = spec.build();
+    const model::Hparams hp = model::read_hparams(*f);
+    CHECK(hp.is_mla());
+    CHECK(hp.head_dim == 48);
+    CHECK(hp.mla.qk_nope == 16);
+    CHECK(hp.mla.v_head_dim == 16);
+    CHECK(hp.n_q() == 2 * 48);
+    CHECK(hp.n_attn_out() == 2 * 16);
+    CHECK(hp.rope.unit_magnitude);
+    const double mscale = 1.0 + 0.1 * std::log(4.0);
+    CHECK(hp.mla.kq_scale == doctest::Approx(mscale * mscale / std::sqrt(48.0)).epsilon(1e-6));
+    CHECK(hp.moe.n_expert == 4);
+    CHECK(hp.moe.gating == model::ExpertGating::sigmoid);
+    CHECK(!hp.is_moe_layer(0));
+    CHECK(hp.is_moe_layer(1));
+    const model::ModelWeights w = model::bind_weights(*f, hp, 0, 2);
+    CHECK(w.layers[1].moe);
+    CHECK(w.layers[1].gate_exps.n_mats == 4);
+    CHECK(w.layers[0].wk_b.n_mats == 2);
+    CHECK(w.owned_bytes == 0);
+    CHECK(exec::kv_bytes_per_position_layer(hp, exec::KvType::f16) == (32 + 32) * 2);
+}
+
+TEST_CASE("deepseek2 legacy kv_b files build k_b at load and view v_b in place") {
+    TinyDs2 spec;
+    spec.legacy = true;
+    auto f = spec.build();
+    const model::Hparams hp = model::read_hparams(*f);
+    CHECK(hp.head_dim == 48);
+    const model::ModelWeights w = model::bind_weights(*f, hp, 0, 2);
+    CHECK(w.owned_bytes == uint64_t(2 * 2 * 32 * 16 * 4));  // 2 layers x H x C x nope floats
+    CHECK(w.layers[0].wv_b.mat_stride == uint64_t(16 + 16) * 32 * 4);
+}
+
+TEST_CASE("bad deepseek2 files get an error naming the key or tensor") {
+    struct Case {
+        const char* what;
+        TinyDs2 spec;
+        const char* needle;
+    };
+    std::vector<Case> cases;
+    {
+        TinyDs2 s;
+        s.drop_key = "attention.kv_lora_rank";
+        cases.push_back({"no latent width", s, "kv_lora_rank"});
+    }
+    {
+        TinyDs2 s;
+        s.u32 = {{"attention.key_length", 40}};
+        cases.push_back({"absorbed key width disagrees", s, "key_length"});
+    }
+    {
+        TinyDs2 s;
+        s.u32 = {{"expert_gating_func", 3}};
+        cases.push_back({"unknown gating", s, "expert_gating_func"});
+    }
+    {
+        TinyDs2 s;
+        s.u32 = {{"expert_used_count", 5}};
+        cases.push_back({"more experts used than exist", s, "expert_used_count"});
+    }
+    {
+        TinyDs2 s;
+        s.u32 = {{"expert_group_count", 3}};
+        cases.push_back({"groups do not divide experts", s, "expert_group_count"});
+    }
+    {
+        TinyDs2 s;
+        s.scaling = "linear";
+        cases.push_back({"linear rope scaling", s, "only none or yarn"});
+    }
+    {
+        TinyDs2 s;
+        s.drop_tensor = "blk.1.ffn_up_exps.weight";
+        cases.push_back({"missing expert tensor", s, "blk.1.ffn_up_exps.weight"});
+    }
+    {
+        TinyDs2 s;
+        s.drop_tensor = "blk.0.attn_v_b.weight";
+        cases.push_back({"half of the MLA pair", s, "attn_v_b"});
+    }
+    for (const Case& c : cases) {
+        CAPTURE(c.what);
+        const std::string err = error_of(c.spec);
+        CHECK(err.find(c.needle) != std::string::npos);
+    }
+}
+
+TEST_CASE("a deepseek2 context refuses a q8_0 latent cache it cannot store, and plans the latent size") {
+    TinyDs2 spec;
+    spec.R = 16;  // rope key of 16 values: q8_0 blocks would mix it with the latent
+    auto f = spec.build();
+    exec::ContextParams p;
+    p.n_ctx = 32;
+    p.n_threads = 1;
+    p.memory_budget = uint64_t(1) << 30;
+    p.kv_type = exec::KvType::q8_0;
+    try {
+        exec::Context ctx(*f, p);
+        FAIL("q8_0 accepted");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::unsupported);
+    }
+    p.kv_type = exec::KvType::f16;
+    exec::Context ctx(*f, p);
+    CHECK(ctx.plan().kv_bytes == uint64_t(2 * 32 * (32 + 16) * 2));  // layers x positions x row
+}
