@@ -8,6 +8,7 @@
 
 #include "exec/context_scratch.hpp"
 #include "exec/cpu_backend.hpp"
+#include "exec/stage_memory.hpp"
 #include "exec/ops.hpp"
 #include "exec/rope.hpp"
 #include "gguf/model_file.hpp"
@@ -34,26 +35,17 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
     n_batch_ = std::min(params.n_batch, n_ctx_);
     backend_ = std::make_unique<CpuBackend>(params.n_threads);
 
-    // Plan before allocating anything sizeable. The cache row sizes refuse a KV type the model's
-    // attention cannot use.
+    // Plan before allocating anything sizeable (stage_memory.hpp, shared with the plan query). The
+    // cache row sizes refuse a KV type the model's attention cannot use.
     const bool dense = any_dense_layer(w_);
     s_ = std::make_unique<Scratch>();
-    uint64_t per_token_floats = 0, per_position_floats = 0;
-    for_each_buffer(hp_, dense, 1, 1, *s_, [&](std::vector<float>&, int64_t floats, bool per_position) {
-        (per_position ? per_position_floats : per_token_floats) += uint64_t(floats);
-    });
-    const int64_t max_cols = std::max({hp_.n_embd, hp_.n_q(), hp_.n_attn_out(), hp_.n_ff, hp_.moe.n_ff_exp,
-                                       hp_.mla.q_lora_rank, hp_.mla.kv_lora_rank});
-    PlanInputs in;
+    PlanInputs in = stage_plan_inputs(hp_, {.first_layer = w_.first_layer,
+                                            .last_layer = w_.last_layer,
+                                            .n_ctx = n_ctx_,
+                                            .n_batch = n_batch_,
+                                            .n_threads = backend_->n_threads(),
+                                            .kv_type = params.kv_type});
     in.weight_bytes = w_.mapped_bytes + w_.owned_bytes;
-    in.kv_bytes_per_position = kv_bytes_per_position_layer(hp_, params.kv_type) * uint64_t(w_.layers.size());
-    // + the matmul's quantized activations, and per thread the attention's head temporaries
-    in.scratch_fixed_bytes = per_token_floats * uint64_t(n_batch_) * sizeof(float) +
-                             backend_->matmul_scratch_bytes(n_batch_, max_cols) +
-                             uint64_t(backend_->n_threads()) * uint64_t(2 * hp_.head_dim) * sizeof(float);
-    // + per thread the attention scores
-    in.scratch_bytes_per_position = (per_position_floats + uint64_t(backend_->n_threads())) * sizeof(float);
-    in.n_ctx = n_ctx_;
     in.n_ctx_train = hp_.n_ctx_train;
     in.budget_bytes = params.memory_budget;
     plan_ = make_plan(in);
@@ -72,6 +64,7 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
         b.resize(size_t(floats));
     });
     s_->chosen.resize(size_t(n_batch_ * hp_.moe.n_expert_used));
+    if (hp_.moe.n_expert > 0) s_->router_state = std::make_unique<MoeRouter>(hp_.moe);
     s_->rope = std::make_unique<Rope>(hp_);
 }
 

@@ -19,8 +19,8 @@ void Context::ffn_moe(int64_t li, int64_t n) {
 
     be.matmul(L.gate_inp, s.xn.data(), n, s.router.data());
     for (int64_t t = 0; t < n; ++t)
-        route_token(s.router.data() + t * e.n_expert, L.exp_probs_b.empty() ? nullptr : L.exp_probs_b.data(), e, s.route,
-                    s.chosen.data() + t * K, s.chosen_w.data() + t * K);
+        s.router_state->route(s.router.data() + t * e.n_expert, L.exp_probs_b.empty() ? nullptr : L.exp_probs_b.data(),
+                              s.chosen.data() + t * K, s.chosen_w.data() + t * K);
 
     std::fill(s.moe_out.begin(), s.moe_out.begin() + n * E, 0.0f);
     std::vector<int64_t> tokens;

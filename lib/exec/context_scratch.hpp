@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "exec/context.hpp"
-#include "exec/moe_route.hpp"
+#include "exec/moe_router.hpp"
 #include "exec/rope.hpp"
 
 namespace strata::exec {
@@ -36,7 +36,7 @@ struct Context::Scratch {
     std::vector<float> ge, ue;        // [n, n_ff_exp]
     std::vector<int32_t> chosen;      // [n, n_expert_used]
     std::vector<float> chosen_w;      // [n, n_expert_used]
-    RouteWorkspace route;
+    std::unique_ptr<MoeRouter> router_state;  // moe only
     std::unique_ptr<Rope> rope;
 };
 

@@ -10,7 +10,7 @@
 
 #include "exec/context.hpp"
 #include "exec/latent_cache.hpp"
-#include "exec/moe_route.hpp"
+#include "exec/moe_router.hpp"
 #include "gguf/model_file.hpp"
 #include "gguf/writer.hpp"
 #include "model/hparams.hpp"
@@ -146,10 +146,10 @@ TEST_CASE("MoE routing: sigmoid gating, the bias only chooses, weights normalize
     m.weights_scale = 2.5;
     const float logits[4] = {0.5f, -1.0f, 0.2f, 0.1f};
     const float bias[4] = {0.0f, 0.9f, 0.0f, 0.0f};  // lifts expert 1 (sigmoid 0.27 + 0.9) above all
-    exec::RouteWorkspace ws;
+    exec::MoeRouter router(m);
     int32_t chosen[2];
     float w[2];
-    const float margin = exec::route_token(logits, bias, m, ws, chosen, w);
+    const float margin = router.route(logits, bias, chosen, w);
     CHECK(chosen[0] == 1);
     CHECK(chosen[1] == 0);
     const float p1 = sigmoid(-1.0f), p0 = sigmoid(0.5f);  // weights from the unbiased probabilities
@@ -161,10 +161,10 @@ TEST_CASE("MoE routing: sigmoid gating, the bias only chooses, weights normalize
 TEST_CASE("MoE routing: softmax gating without normalization keeps the probabilities") {
     auto m = moe(3, 1, model::ExpertGating::softmax);
     const float logits[3] = {1.0f, 2.0f, 0.0f};
-    exec::RouteWorkspace ws;
+    exec::MoeRouter router(m);
     int32_t chosen[1];
     float w[1];
-    exec::route_token(logits, nullptr, m, ws, chosen, w);
+    router.route(logits, nullptr, chosen, w);
     const double z = std::exp(1.0) + std::exp(2.0) + std::exp(0.0);
     CHECK(chosen[0] == 1);
     CHECK(w[0] == doctest::Approx(std::exp(2.0) / z).epsilon(1e-6));
@@ -179,11 +179,11 @@ TEST_CASE("MoE routing: grouped top-k keeps the groups with the best two-expert 
     const float sel[8] = {0.9f, 0.0f, 0.5f, 0.5f, 0.8f, 0.3f, 0.2f, 0.1f};
     float logits[8];
     for (int i = 0; i < 8; ++i) logits[i] = 0.0f;
-    exec::RouteWorkspace ws;
+    exec::MoeRouter router(m);
     int32_t chosen[2];
     float w[2];
     // zero logits: every probability is 0.5, so the bias alone orders them
-    const float margin = exec::route_token(logits, sel, m, ws, chosen, w);
+    const float margin = router.route(logits, sel, chosen, w);
     CHECK(chosen[0] == 4);
     CHECK(chosen[1] == 2);  // ties 2 and 3 at 0.5: the lower index
     CHECK(margin == doctest::Approx(0.0f).epsilon(1e-6));  // expert 3 ties expert 2
