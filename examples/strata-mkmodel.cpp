@@ -1,18 +1,15 @@
-// strata-mkmodel: write a synthetic llama-family GGUF model (llama, qwen2, qwen3) with seeded
-// random weights, quantized by strata's own quantizer (IQ1_S by default), optionally split
-// into shards.
+// strata-mkmodel: write a synthetic GGUF model (llama, qwen2, qwen3, deepseek2) with seeded
+// random weights, quantized by strata's own quantizer (IQ1_S by default), optionally split into
+// shards.
 //
-//   strata-mkmodel --arch llama|qwen2|qwen3 --preset tiny|small|1b -o OUT.gguf
-//                  [--type iq1_s|q8_0|f16|bf16|f32] [--shards N] [--seed S]
-//                  [--n-embd N] [--n-layer N] [--n-ff N] [--n-vocab N] [--n-head N]
-//                  [--n-head-kv N] [--head-dim N] [--n-ctx N]
-//                  [--rope-scaling none|linear|yarn --rope-factor F [--rope-orig-ctx N]]
-//                  [--tied-output] [--vocab spm|bpe]
+//   strata-mkmodel --arch llama|qwen2|qwen3|deepseek2 --preset NAME -o OUT.gguf [flags: see kUsage]
 //
 // The tensor names, shapes and metadata keys follow llama.cpp's conventions for each
-// architecture; the weights are random (no trained model). Tensors are generated and handed
-// to the writer one at a time (the next one is generated while the current one is quantized),
-// so peak memory is about two float32 tensors plus the converted model. Uses only strata.hpp.
+// architecture (deepseek2: lib/model/deepseek2.md, in mkmodel_deepseek2.cpp); the weights are
+// random (no trained model). Tensors are generated and handed to the writer one at a time (the
+// next one is generated while the current one is quantized), so peak memory is about two float32
+// tensors plus the converted model; deepseek2's 3-D expert tensors are generated and converted
+// one expert at a time (mkmodel_convert.hpp). Uses only strata.hpp.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,15 +17,21 @@
 #include <future>
 #include <iostream>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "cli_args.hpp"
+#include "mkmodel_convert.hpp"
+#include "mkmodel_deepseek2.hpp"
+#include "mkmodel_plan.hpp"
+#include "mkmodel_values.hpp"
 #include "mkmodel_vocab.hpp"
 #include "strata/strata.hpp"
 
 namespace {
+
+using mkmodel::block_size;
+using mkmodel::TensorSpec;
 
 struct Shape {
     int64_t n_embd, n_layer, n_ff, n_vocab, n_head, n_head_kv, n_ctx;
@@ -41,23 +44,28 @@ struct Options {
     std::string out;
     std::string type = "iq1_s";
     std::string vocab = "spm";
-    std::string rope_scaling = "none";
-    double rope_factor = 0.0;
-    int64_t rope_orig_ctx = 0;
+    mkmodel::RopeFlags rope;
     bool tied_output = false;
     bool head_dim_given = false;
     uint32_t shards = 1;
     uint64_t seed = 1;
-    Shape shape{};
+    Shape shape{};           // llama, qwen2, qwen3
+    mkmodel::Deepseek2 ds2{};  // deepseek2
 };
 
 const char* kUsage =
-    "usage: strata-mkmodel --arch llama|qwen2|qwen3 --preset tiny|small|1b -o OUT.gguf\n"
-    "         [--type iq1_s|q8_0|f16|bf16|f32] [--shards N] [--seed S]\n"
-    "         [--n-embd N] [--n-layer N] [--n-ff N] [--n-vocab N] [--n-head N] [--n-head-kv N]\n"
-    "         [--head-dim N] [--n-ctx N]\n"
+    "usage: strata-mkmodel --arch llama|qwen2|qwen3|deepseek2 --preset NAME -o OUT.gguf\n"
+    "         [--type iq1_s|q8_0|f16|bf16|f32] [--shards N] [--seed S] [--vocab spm|bpe]\n"
+    "         [--n-embd N] [--n-layer N] [--n-ff N] [--n-vocab N] [--n-head N] [--n-ctx N]\n"
     "         [--rope-scaling none|linear|yarn --rope-factor F [--rope-orig-ctx N]]\n"
-    "         [--tied-output] [--vocab spm|bpe]\n"
+    "       llama, qwen2, qwen3 (presets tiny, small, 1b):\n"
+    "         [--n-head-kv N] [--head-dim N] [--tied-output]\n"
+    "       deepseek2 (presets tiny, k2-slice):\n"
+    "         [--n-expert N] [--n-expert-used N] [--n-expert-shared N] [--n-ff-exp N]\n"
+    "         [--n-dense-lead N] [--q-lora N] [--kv-lora N] [--qk-nope N] [--qk-rope N]\n"
+    "         [--v-head-dim N] [--gating softmax|sigmoid] [--no-score-bias] [--no-weights-norm]\n"
+    "         [--weights-scale F] [--n-group N --n-group-used M] [--legacy-kv-b]\n"
+    "         [--yarn-log-mul F] [--yarn-beta-fast F] [--yarn-beta-slow F]\n"
     "Writes a GGUF model with seeded random weights, named and shaped as llama.cpp expects for\n"
     "the architecture (qwen2: q/k/v biases; qwen3: per-head q/k norms). Presets: tiny (n_embd 256,\n"
     "2 layers), small (n_embd 1024, 8 layers, ~100M weights), 1b (n_embd 2048, 22 layers, n_ff\n"
@@ -65,7 +73,21 @@ const char* kUsage =
     "writes a byte-level SentencePiece vocabulary, bpe a GPT-2 style byte-level BPE one. With\n"
     "--shards N > 1 it writes OUT-00001-of-0000N.gguf ... as llama.cpp's gguf-split does.\n"
     "Row lengths (n_embd, n_ff, n_head*head_dim) must be multiples of 256 for iq1_s and of 32\n"
-    "for q8_0. Exit status: 0 written, 2 bad arguments, 1 writing failed.\n";
+    "for q8_0.\n"
+    "deepseek2 (Kimi K2, DeepSeek-V3: MLA attention, MoE with shared experts, YaRN; see\n"
+    "lib/model/deepseek2.md): tiny (n_embd 256, 3 layers of which 1 dense, 4 heads, q_lora and\n"
+    "kv_lora 256, qk 64+32, v 64, 8 experts of 256 (2 used, 1 shared), sigmoid gating with a score\n"
+    "bias, YaRN 8 over 512); k2-slice (Kimi K2's layers: n_embd 7168, 64 heads, q_lora 1536,\n"
+    "kv_lora 512, qk 128+64, v 128, n_ff 18432, 384 experts of 2048 (8 used, 1 shared), YaRN 32\n"
+    "over 4096; 2 layers, 1 dense + 1 MoE; vocab 32000, K2's own is 163840). --q-lora 0 writes a\n"
+    "full attn_q; --legacy-kv-b writes attn_kv_b (and the legacy keys) instead of attn_k_b and\n"
+    "attn_v_b (same seed, same weights). --rope-scaling none or yarn (linear is refused). Rows of\n"
+    "n_embd must fit --type's blocks; other matrices whose rows do not fall back to q8_0 (rows a\n"
+    "multiple of 32) or else f16, as llama.cpp's quantizer does (it uses iq4_nl where strata writes\n"
+    "q8_0). The expert tensors are made one expert at a time, but the writer holds every converted\n"
+    "tensor until it writes: k2-slice with 384 experts is about 3.5 GB as iq1_s (19 GB q8_0, 36 GB\n"
+    "f16) in memory and on disk; --n-expert lowers it (8 experts: 0.3 GB as iq1_s).\n"
+    "Exit status: 0 written, 2 bad arguments, 1 writing failed.\n";
 
 Shape preset(const std::string& name) {
     //       n_embd n_layer n_ff  n_vocab n_head n_head_kv n_ctx
@@ -84,15 +106,6 @@ int type_id(const std::string& name) {
     throw cli::usage_error("unsupported --type '" + name + "' (iq1_s, q8_0, f16, bf16, f32)");
 }
 
-// The row length (ne[0]) a block-quantized type needs a multiple of; 1 for float types.
-int64_t block_size(int type) {
-    switch (type) {
-        case STRATA_TYPE_IQ1_S: return 256;
-        case STRATA_TYPE_Q8_0: return 32;
-        default: return 1;
-    }
-}
-
 // llama.cpp's LLAMA_FTYPE values for general.file_type.
 int file_type(int type) {
     switch (type) {
@@ -105,48 +118,8 @@ int file_type(int type) {
     }
 }
 
-Options parse_args(int argc, char** argv) {
-    Options o;
-    std::vector<std::pair<std::string, std::string>> overrides;
-    bool factor_given = false, orig_ctx_given = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto value = [&] { return cli::value(argc, argv, i); };
-        auto number = [&](const std::string& text, long long min) -> int64_t {
-            if (const auto v = cli::to_number<long long>(text); v && *v >= min) return *v;
-            throw cli::usage_error(a + " needs " + (min > 0 ? "a positive" : "a non-negative") + " integer, got '" +
-                                   text + "'");
-        };
-        if (a == "--arch") o.arch = value();
-        else if (a == "--preset") o.preset = value();
-        else if (a == "-o" || a == "--output") o.out = value();
-        else if (a == "--type") o.type = value();
-        else if (a == "--vocab") o.vocab = value();
-        else if (a == "--shards") {
-            const int64_t n = number(value(), 1);
-            if (n > 99999) throw cli::usage_error("--shards must be at most 99999");
-            o.shards = uint32_t(n);
-        }
-        else if (a == "--seed") o.seed = uint64_t(number(value(), 0));
-        else if (a == "--rope-scaling") o.rope_scaling = value();
-        else if (a == "--rope-factor") {
-            const std::string text = value();
-            const std::optional<double> factor = cli::to_number<double>(text);
-            if (!factor || !(*factor > 0.0) || !std::isfinite(*factor))
-                throw cli::usage_error("--rope-factor needs a positive number, got '" + text + "'");
-            o.rope_factor = *factor;
-            factor_given = true;
-        }
-        else if (a == "--rope-orig-ctx") { o.rope_orig_ctx = number(value(), 1); orig_ctx_given = true; }
-        else if (a == "--tied-output") o.tied_output = true;
-        else if (a.rfind("--n-", 0) == 0 || a == "--head-dim") overrides.emplace_back(a, value());
-        else if (a == "-h" || a == "--help") cli::help(kUsage);
-        else throw cli::usage_error("unknown argument " + a);
-    }
-    if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3")
-        throw cli::usage_error("unsupported --arch '" + o.arch + "' (llama, qwen2, qwen3)");
-    if (o.out.empty()) throw cli::usage_error("-o OUT.gguf is required");
-    if (o.vocab != "spm" && o.vocab != "bpe") throw cli::usage_error("unsupported --vocab '" + o.vocab + "' (spm, bpe)");
+// The llama family's shape: the preset, the shape flags, and their checks.
+void llama_shape(Options& o, const std::vector<std::pair<std::string, std::string>>& overrides) {
     o.shape = preset(o.preset);
     Shape& s = o.shape;
     for (auto& [flag, text] : overrides) {
@@ -184,7 +157,7 @@ Options parse_args(int argc, char** argv) {
     }
     if (s.head_dim % 2) throw cli::usage_error("--head-dim must be even (RoPE rotates pairs), got " + std::to_string(s.head_dim));
 
-    // Row lengths against the block size of the chosen type.
+    // Row lengths against the block size of the chosen type (no fallback for the llama family).
     const int64_t block = block_size(type_id(o.type));
     auto check_row = [&](const std::string& flag, int64_t n) {
         if (n % block)
@@ -202,30 +175,75 @@ Options parse_args(int argc, char** argv) {
                     " (at least " + std::to_string(min_vocab) + ")");
 
     // RoPE scaling.
-    if (o.rope_scaling != "none" && o.rope_scaling != "linear" && o.rope_scaling != "yarn")
-        throw cli::usage_error("unsupported --rope-scaling '" + o.rope_scaling + "' (none, linear, yarn)");
-    if (o.rope_scaling == "none" && (factor_given || orig_ctx_given))
+    mkmodel::RopeFlags& r = o.rope;
+    if (r.scaling != "none" && r.scaling != "linear" && r.scaling != "yarn")
+        throw cli::usage_error("unsupported --rope-scaling '" + r.scaling + "' (none, linear, yarn)");
+    if (r.scaling == "none" && (r.factor_given || r.orig_ctx_given))
         throw cli::usage_error("--rope-factor and --rope-orig-ctx need --rope-scaling linear or yarn");
-    if (o.rope_scaling != "none" && !factor_given)
-        throw cli::usage_error("--rope-scaling " + o.rope_scaling + " needs --rope-factor F");
-    if (o.rope_scaling != "none" && !orig_ctx_given)
-        o.rope_orig_ctx = std::max<int64_t>(1, int64_t(std::llround(double(s.n_ctx) / o.rope_factor)));
-    return o;
+    if (r.scaling != "none" && !r.factor_given)
+        throw cli::usage_error("--rope-scaling " + r.scaling + " needs --rope-factor F");
+    if (r.scaling != "none" && !r.orig_ctx_given)
+        r.orig_ctx = std::max<int64_t>(1, int64_t(std::llround(double(s.n_ctx) / r.factor)));
 }
 
-// One tensor to generate: normal(0, stddev) values, or uniform(lo, hi) for norm weights.
-struct TensorSpec {
-    std::string name;
-    int type;
-    std::vector<int64_t> shape;  // ne, innermost first
-    bool uniform;
-    float a, b;  // normal: mean a, stddev b; uniform: [a, b)
-    int64_t count() const {
-        int64_t n = 1;
-        for (int64_t d : shape) n *= d;
-        return n;
+Options parse_args(int argc, char** argv) {
+    Options o;
+    std::vector<std::pair<std::string, std::string>> overrides;  // shape flags, in order
+    std::vector<std::pair<std::string, std::string>> ds2_flags;  // flags only deepseek2 takes
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&] { return cli::value(argc, argv, i); };
+        auto number = [&](const std::string& text, long long min) -> int64_t {
+            if (const auto v = cli::to_number<long long>(text); v && *v >= min) return *v;
+            throw cli::usage_error(a + " needs " + (min > 0 ? "a positive" : "a non-negative") + " integer, got '" +
+                                   text + "'");
+        };
+        if (a == "--arch") o.arch = value();
+        else if (a == "--preset") o.preset = value();
+        else if (a == "-o" || a == "--output") o.out = value();
+        else if (a == "--type") o.type = value();
+        else if (a == "--vocab") o.vocab = value();
+        else if (a == "--shards") {
+            const int64_t n = number(value(), 1);
+            if (n > 99999) throw cli::usage_error("--shards must be at most 99999");
+            o.shards = uint32_t(n);
+        }
+        else if (a == "--seed") o.seed = uint64_t(number(value(), 0));
+        else if (a == "--rope-scaling") { o.rope.scaling = value(); o.rope.scaling_given = true; }
+        else if (a == "--rope-factor") {
+            const std::string text = value();
+            const std::optional<double> factor = cli::to_number<double>(text);
+            if (!factor || !(*factor > 0.0) || !std::isfinite(*factor))
+                throw cli::usage_error("--rope-factor needs a positive number, got '" + text + "'");
+            o.rope.factor = *factor;
+            o.rope.factor_given = true;
+        }
+        else if (a == "--rope-orig-ctx") { o.rope.orig_ctx = number(value(), 1); o.rope.orig_ctx_given = true; }
+        else if (a == "--tied-output") o.tied_output = true;
+        else if (mkmodel::deepseek2_value_flag(a)) ds2_flags.emplace_back(a, value());
+        else if (mkmodel::deepseek2_switch(a)) ds2_flags.emplace_back(a, "");
+        else if (a.rfind("--n-", 0) == 0 || a == "--head-dim") overrides.emplace_back(a, value());
+        else if (a == "-h" || a == "--help") cli::help(kUsage);
+        else throw cli::usage_error("unknown argument " + a);
     }
-};
+    const bool ds2 = o.arch == "deepseek2";
+    if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && !ds2)
+        throw cli::usage_error("unsupported --arch '" + o.arch + "' (llama, qwen2, qwen3, deepseek2)");
+    if (o.out.empty()) throw cli::usage_error("-o OUT.gguf is required");
+    if (o.vocab != "spm" && o.vocab != "bpe") throw cli::usage_error("unsupported --vocab '" + o.vocab + "' (spm, bpe)");
+    const int weight_type = type_id(o.type);
+    if (!ds2) {
+        if (!ds2_flags.empty()) throw cli::usage_error(ds2_flags[0].first + " is only for --arch deepseek2");
+        llama_shape(o, overrides);
+        return o;
+    }
+    if (o.tied_output)
+        throw cli::usage_error("--tied-output is not for --arch deepseek2 (llama.cpp requires its output.weight)");
+    overrides.insert(overrides.end(), ds2_flags.begin(), ds2_flags.end());
+    const int64_t min_vocab = o.vocab == "bpe" ? mkmodel::kMinBpeVocab : mkmodel::kMinSpmVocab;
+    o.ds2 = mkmodel::parse_deepseek2(o.preset, overrides, o.rope, weight_type, o.type, min_vocab);
+    return o;
+}
 
 std::vector<TensorSpec> plan_tensors(const Options& o, int weight_type) {
     const Shape& s = o.shape;
@@ -261,23 +279,8 @@ std::vector<TensorSpec> plan_tensors(const Options& o, int weight_type) {
     }
     norm("output_norm.weight", s.n_embd);
     if (!o.tied_output) matrix("output.weight", s.n_embd, s.n_vocab);
+    for (size_t i = 0; i < t.size(); ++i) t[i].key = i;  // the llama family's generators go by place
     return t;
-}
-
-// Each tensor has its own generator, seeded by (seed, index), so that tensors can be made in
-// any order (and on another thread) and still come out the same.
-std::vector<float> make_values(const TensorSpec& spec, uint64_t seed, uint64_t index) {
-    std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), uint32_t(index), uint32_t(index >> 32)};
-    std::mt19937_64 rng(seq);
-    std::vector<float> data(size_t(spec.count()));
-    if (spec.uniform) {
-        std::uniform_real_distribution<float> dist(spec.a, spec.b);
-        for (auto& v : data) v = dist(rng);
-    } else {
-        std::normal_distribution<float> dist(spec.a, spec.b);
-        for (auto& v : data) v = dist(rng);
-    }
-    return data;
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -287,44 +290,51 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 void add_metadata(strata::writer& w, const Options& o, int weight_type) {
-    const Shape& s = o.shape;
     const std::string& a = o.arch;
-    const bool llama = a == "llama";
     w.set_string("general.architecture", a);
     w.set_string("general.name", "strata-synthetic-" + a + "-" + o.preset);
     w.set_uint("general.file_type", STRATA_VALUE_U32, uint64_t(file_type(weight_type)));
     w.set_uint("general.quantization_version", STRATA_VALUE_U32, 2);
-    w.set_uint(a + ".context_length", STRATA_VALUE_U32, uint64_t(s.n_ctx));
-    w.set_uint(a + ".embedding_length", STRATA_VALUE_U32, uint64_t(s.n_embd));
-    w.set_uint(a + ".block_count", STRATA_VALUE_U32, uint64_t(s.n_layer));
-    w.set_uint(a + ".feed_forward_length", STRATA_VALUE_U32, uint64_t(s.n_ff));
-    w.set_uint(a + ".attention.head_count", STRATA_VALUE_U32, uint64_t(s.n_head));
-    w.set_uint(a + ".attention.head_count_kv", STRATA_VALUE_U32, uint64_t(s.n_head_kv));
-    // llama.cpp defaults the head size to n_embd / n_head; qwen3 files always carry it.
-    if (a == "qwen3" || s.head_dim * s.n_head != s.n_embd) {
-        w.set_uint(a + ".attention.key_length", STRATA_VALUE_U32, uint64_t(s.head_dim));
-        w.set_uint(a + ".attention.value_length", STRATA_VALUE_U32, uint64_t(s.head_dim));
+    int64_t n_vocab = 0;
+    if (a == "deepseek2") {
+        mkmodel::add_deepseek2_metadata(w, o.ds2);
+        n_vocab = o.ds2.n_vocab;
+    } else {
+        const Shape& s = o.shape;
+        const bool llama = a == "llama";
+        w.set_uint(a + ".context_length", STRATA_VALUE_U32, uint64_t(s.n_ctx));
+        w.set_uint(a + ".embedding_length", STRATA_VALUE_U32, uint64_t(s.n_embd));
+        w.set_uint(a + ".block_count", STRATA_VALUE_U32, uint64_t(s.n_layer));
+        w.set_uint(a + ".feed_forward_length", STRATA_VALUE_U32, uint64_t(s.n_ff));
+        w.set_uint(a + ".attention.head_count", STRATA_VALUE_U32, uint64_t(s.n_head));
+        w.set_uint(a + ".attention.head_count_kv", STRATA_VALUE_U32, uint64_t(s.n_head_kv));
+        // llama.cpp defaults the head size to n_embd / n_head; qwen3 files always carry it.
+        if (a == "qwen3" || s.head_dim * s.n_head != s.n_embd) {
+            w.set_uint(a + ".attention.key_length", STRATA_VALUE_U32, uint64_t(s.head_dim));
+            w.set_uint(a + ".attention.value_length", STRATA_VALUE_U32, uint64_t(s.head_dim));
+        }
+        w.set_uint(a + ".rope.dimension_count", STRATA_VALUE_U32, uint64_t(s.head_dim));
+        w.set_float(a + ".rope.freq_base", STRATA_VALUE_F32, llama ? 10000.0 : 1000000.0);
+        if (o.rope.scaling != "none") {
+            w.set_string(a + ".rope.scaling.type", o.rope.scaling);
+            w.set_float(a + ".rope.scaling.factor", STRATA_VALUE_F32, o.rope.factor);
+            w.set_uint(a + ".rope.scaling.original_context_length", STRATA_VALUE_U32, uint64_t(o.rope.orig_ctx));
+        }
+        w.set_float(a + ".attention.layer_norm_rms_epsilon", STRATA_VALUE_F32, llama ? 1e-5 : 1e-6);
+        w.set_uint(a + ".vocab_size", STRATA_VALUE_U32, uint64_t(s.n_vocab));
+        n_vocab = s.n_vocab;
     }
-    w.set_uint(a + ".rope.dimension_count", STRATA_VALUE_U32, uint64_t(s.head_dim));
-    w.set_float(a + ".rope.freq_base", STRATA_VALUE_F32, llama ? 10000.0 : 1000000.0);
-    if (o.rope_scaling != "none") {
-        w.set_string(a + ".rope.scaling.type", o.rope_scaling);
-        w.set_float(a + ".rope.scaling.factor", STRATA_VALUE_F32, o.rope_factor);
-        w.set_uint(a + ".rope.scaling.original_context_length", STRATA_VALUE_U32, uint64_t(o.rope_orig_ctx));
-    }
-    w.set_float(a + ".attention.layer_norm_rms_epsilon", STRATA_VALUE_F32, llama ? 1e-5 : 1e-6);
-    w.set_uint(a + ".vocab_size", STRATA_VALUE_U32, uint64_t(s.n_vocab));
-    if (o.vocab == "bpe") mkmodel::add_bpe_vocabulary(w, s.n_vocab);
-    else mkmodel::add_spm_vocabulary(w, s.n_vocab);
+    if (o.vocab == "bpe") mkmodel::add_bpe_vocabulary(w, n_vocab);
+    else mkmodel::add_spm_vocabulary(w, n_vocab);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
     const Options o = cli::parse_or_exit("strata-mkmodel", kUsage, [&] { return parse_args(argc, argv); });
-    const Shape& s = o.shape;
+    const bool ds2 = o.arch == "deepseek2";
     const int weight_type = type_id(o.type);
-    const std::vector<TensorSpec> specs = plan_tensors(o, weight_type);
+    const std::vector<TensorSpec> specs = ds2 ? mkmodel::plan_deepseek2(o.ds2, weight_type) : plan_tensors(o, weight_type);
     if (o.shards > specs.size())
         cli::fail("strata-mkmodel", kUsage,
                   "--shards " + std::to_string(o.shards) + " is more than the " + std::to_string(specs.size()) +
@@ -335,29 +345,50 @@ int main(int argc, char** argv) {
     try {
         strata::writer w;
         add_metadata(w, o, weight_type);
+        mkmodel::SliceConverter converter;
         int64_t n_weights = 0;
-        // Generate tensor i+1 on another thread while tensor i is converted and copied.
-        std::future<std::vector<float>> next =
-            std::async(std::launch::async, make_values, std::cref(specs[0]), o.seed, uint64_t(0));
+        // Generate tensor i+1 on another thread while tensor i is converted and copied (a per-slice
+        // tensor is generated slice by slice as it is converted).
+        auto generate = [&](size_t k) {
+            if (specs[k].per_slice) return std::async(std::launch::deferred, [] { return std::vector<float>(); });
+            return std::async(std::launch::async, mkmodel::make_values, std::cref(specs[k]), o.seed);
+        };
+        std::future<std::vector<float>> next = generate(0);
         for (size_t i = 0; i < specs.size(); ++i) {
             const auto t0 = clock::now();
             std::vector<float> data = next.get();
-            if (i + 1 < specs.size())
-                next = std::async(std::launch::async, make_values, std::cref(specs[i + 1]), o.seed, uint64_t(i + 1));
+            if (i + 1 < specs.size()) next = generate(i + 1);
             const TensorSpec& spec = specs[i];
-            w.add_tensor(spec.name, spec.type, spec.shape, data.data());
+            if (spec.per_slice) {
+                auto reported = t0;
+                const std::vector<uint8_t> bytes =
+                    mkmodel::convert_per_slice(spec, o.seed, converter, [&](int64_t done) {
+                        if (std::chrono::duration<double>(clock::now() - reported).count() < 10.0) return;
+                        reported = clock::now();
+                        std::fprintf(stderr, "  %s: %lld/%lld experts (%.0f s)\n", spec.name.c_str(), (long long)done,
+                                     (long long)spec.shape[2], seconds_since(t0));
+                    });
+                w.add_tensor_raw(spec.name, spec.type, spec.shape, bytes.data(), bytes.size());
+            } else {
+                w.add_tensor(spec.name, spec.type, spec.shape, data.data());
+            }
             n_weights += spec.count();
-            std::fprintf(stderr, "[%zu/%zu] %-28s %-5s %-14s %.2f s (total %.1f s)\n", i + 1, specs.size(),
-                         spec.name.c_str(), spec.type == weight_type ? o.type.c_str() : "f32",
-                         shape_text(spec.shape).c_str(), seconds_since(t0), seconds_since(start));
+            const std::string fallback =
+                spec.requested < 0 ? std::string()
+                                   : std::string(" (rows of ") + std::to_string(spec.shape[0]) + " do not fit " +
+                                         strata_tensor_type_name(spec.requested) + ")";
+            std::fprintf(stderr, "[%zu/%zu] %-28s %-5s %-14s %.2f s (total %.1f s)%s\n", i + 1, specs.size(),
+                         spec.name.c_str(), strata_tensor_type_name(spec.type), shape_text(spec.shape).c_str(),
+                         seconds_since(t0), seconds_since(start), fallback.c_str());
         }
         const auto t_write = clock::now();
         const uint32_t written = w.write(o.out, o.shards);
         std::fprintf(stderr,
                      "wrote %u file(s) for %s: %s %s, %lld layers, n_embd %lld, %.3f B weights (%.1f s to write, "
                      "%.1f s in all)\n",
-                     written, o.out.c_str(), o.arch.c_str(), o.type.c_str(), (long long)s.n_layer,
-                     (long long)s.n_embd, double(n_weights) / 1e9, seconds_since(t_write), seconds_since(start));
+                     written, o.out.c_str(), o.arch.c_str(), o.type.c_str(),
+                     (long long)(ds2 ? o.ds2.n_layer : o.shape.n_layer), (long long)(ds2 ? o.ds2.n_embd : o.shape.n_embd),
+                     double(n_weights) / 1e9, seconds_since(t_write), seconds_since(start));
     } catch (const strata::error& e) {
         std::cerr << "strata-mkmodel: " << e.what() << "\n";
         return 1;

@@ -1,7 +1,11 @@
 """strata-mkmodel writes llama, qwen2 and qwen3 models named and shaped as llama.cpp expects
 (checked with the gguf package against a table written from llama.cpp's conventions), with
 RoPE scaling keys, tied outputs, a GPT-2 style BPE vocabulary, and refuses bad flags with
-status 2. Tiny presets only: every model here takes well under a second."""
+status 2. deepseek2 (Kimi K2 / DeepSeek-V3) models are checked the same way against tables
+written from lib/model/deepseek2.md: the MLA and legacy attn_kv_b forms (same weights for a
+seed), a full attn_q, softmax gating with groups, the row-length fallbacks (q8_0, else f16),
+and expert tensors converted one expert at a time giving the bytes of the whole tensor. Tiny
+presets only (k2-slice is gigabytes): every model here takes well under two seconds."""
 from __future__ import annotations
 
 import subprocess
@@ -250,3 +254,285 @@ def test_row_length_messages_name_the_type(tmp_path):
     assert "--n-embd" in result.stderr and "q8_0" in result.stderr and "32" in result.stderr
     # f16 has no block: any row length goes.
     _mk(tmp_path / "f.gguf", "--preset", "tiny", "--type", "f16", "--n-embd", "272", "--n-head", "4", "--n-ff", "100")
+
+
+# --- deepseek2 (lib/model/deepseek2.md) ---
+
+DS2_TINY = dict(n_embd=256, n_layer=3, n_ff=512, n_vocab=384, n_head=4, n_ctx=4096, q_lora=256, kv_lora=256,
+                qk_nope=64, qk_rope=32, v_head_dim=64, n_ff_exp=256, n_expert=8, n_expert_used=2, n_expert_shared=1,
+                n_dense_lead=1)
+W, F32 = "weight", "f32"  # a weight matrix (--type, or its row-length fallback), or always f32
+
+
+def expected_deepseek2_tensors(n_embd, n_layer, n_ff, n_vocab, n_head, q_lora, kv_lora, qk_nope, qk_rope, v_head_dim,
+                               n_ff_exp, n_expert, n_expert_shared, n_dense_lead, legacy=False, score_bias=True,
+                               **_) -> dict[str, tuple[tuple[int, ...], str]]:
+    """name -> (ne, kind), from the tensor table of lib/model/deepseek2.md."""
+    E, H, C, R, nope, v = n_embd, n_head, kv_lora, qk_rope, qk_nope, v_head_dim
+    t = {"token_embd.weight": ((E, n_vocab), W), "output_norm.weight": ((E,), F32),
+         "output.weight": ((E, n_vocab), W)}
+    for i in range(n_layer):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = ((E,), F32)
+        if q_lora:
+            t[p + "attn_q_a.weight"] = ((E, q_lora), W)
+            t[p + "attn_q_a_norm.weight"] = ((q_lora,), F32)
+            t[p + "attn_q_b.weight"] = ((q_lora, H * (nope + R)), W)
+        else:
+            t[p + "attn_q.weight"] = ((E, H * (nope + R)), W)
+        t[p + "attn_kv_a_mqa.weight"] = ((E, C + R), W)
+        t[p + "attn_kv_a_norm.weight"] = ((C,), F32)
+        if legacy:
+            t[p + "attn_kv_b.weight"] = ((C, H * (nope + v)), W)
+        else:
+            t[p + "attn_k_b.weight"] = ((nope, C, H), W)
+            t[p + "attn_v_b.weight"] = ((C, v, H), W)
+        t[p + "attn_output.weight"] = ((H * v, E), W)
+        t[p + "ffn_norm.weight"] = ((E,), F32)
+        if i < n_dense_lead:
+            t[p + "ffn_gate.weight"] = ((E, n_ff), W)
+            t[p + "ffn_up.weight"] = ((E, n_ff), W)
+            t[p + "ffn_down.weight"] = ((n_ff, E), W)
+            continue
+        t[p + "ffn_gate_inp.weight"] = ((E, n_expert), F32)
+        if score_bias:
+            t[p + "exp_probs_b.bias"] = ((n_expert,), F32)
+        t[p + "ffn_gate_exps.weight"] = ((E, n_ff_exp, n_expert), W)
+        t[p + "ffn_up_exps.weight"] = ((E, n_ff_exp, n_expert), W)
+        t[p + "ffn_down_exps.weight"] = ((n_ff_exp, E, n_expert), W)
+        if n_expert_shared:
+            sh = n_ff_exp * n_expert_shared
+            t[p + "ffn_gate_shexp.weight"] = ((E, sh), W)
+            t[p + "ffn_up_shexp.weight"] = ((E, sh), W)
+            t[p + "ffn_down_shexp.weight"] = ((sh, E), W)
+    return t
+
+
+BLOCK = {"iq1_s": 256, "q8_0": 32, "f16": 1, "bf16": 1, "f32": 1}
+
+
+def weight_type(wtype: str, row: int) -> str:
+    """--type when the rows fit its blocks, else q8_0 when they fit blocks of 32, else f16."""
+    if row % BLOCK[wtype] == 0:
+        return wtype
+    return "q8_0" if row % 32 == 0 else "f16"
+
+
+U32, F32V, BOOL, STR = (gguf.GGUFValueType.UINT32, gguf.GGUFValueType.FLOAT32, gguf.GGUFValueType.BOOL,
+                        gguf.GGUFValueType.STRING)
+
+
+def expected_deepseek2_keys(n_embd, n_layer, n_ff, n_vocab, n_head, n_ctx, q_lora, kv_lora, qk_nope, qk_rope,
+                            v_head_dim, n_ff_exp, n_expert, n_expert_used, n_expert_shared, n_dense_lead, legacy=False,
+                            gating=2, weights_norm=True, weights_scale=2.5, groups=None, yarn=(8.0, 512, 0.1, 32.0, 1.0),
+                            freq_base=10000.0, **_) -> dict[str, tuple[object, gguf.GGUFValueType]]:
+    """Every deepseek2.* key -> (value, type), from the metadata table of lib/model/deepseek2.md."""
+    k = {"context_length": (n_ctx, U32), "embedding_length": (n_embd, U32), "block_count": (n_layer, U32),
+         "feed_forward_length": (n_ff, U32), "attention.head_count": (n_head, U32),
+         "attention.kv_lora_rank": (kv_lora, U32), "attention.layer_norm_rms_epsilon": (1e-6, F32V),
+         "rope.dimension_count": (qk_rope, U32), "rope.freq_base": (freq_base, F32V),
+         "leading_dense_block_count": (n_dense_lead, U32), "expert_count": (n_expert, U32),
+         "expert_used_count": (n_expert_used, U32), "expert_shared_count": (n_expert_shared, U32),
+         "expert_feed_forward_length": (n_ff_exp, U32), "expert_gating_func": (gating, U32),
+         "expert_weights_norm": (weights_norm, BOOL), "expert_weights_scale": (weights_scale, F32V),
+         "vocab_size": (n_vocab, U32)}
+    if legacy:
+        k.update({"attention.head_count_kv": (n_head, U32), "attention.key_length": (qk_nope + qk_rope, U32),
+                  "attention.value_length": (v_head_dim, U32)})
+    else:
+        k.update({"attention.head_count_kv": (1, U32), "attention.key_length": (kv_lora + qk_rope, U32),
+                  "attention.value_length": (kv_lora, U32), "attention.key_length_mla": (qk_nope + qk_rope, U32),
+                  "attention.value_length_mla": (v_head_dim, U32)})
+    if q_lora:
+        k["attention.q_lora_rank"] = (q_lora, U32)
+    if groups:
+        k["expert_group_count"] = (groups[0], U32)
+        k["expert_group_used_count"] = (groups[1], U32)
+    if yarn:
+        factor, orig, log_mul, beta_fast, beta_slow = yarn
+        k.update({"rope.scaling.type": ("yarn", STR), "rope.scaling.factor": (factor, F32V),
+                  "rope.scaling.original_context_length": (orig, U32),
+                  "rope.scaling.yarn_log_multiplier": (log_mul, F32V),
+                  "rope.scaling.yarn_beta_fast": (beta_fast, F32V), "rope.scaling.yarn_beta_slow": (beta_slow, F32V)})
+    return {"deepseek2." + key: v for key, v in k.items()}
+
+
+def _check_deepseek2(path: Path, wtype: str, shape: dict, keys: dict, name="strata-synthetic-deepseek2-tiny"):
+    r = gguf.GGUFReader(path)
+    want = expected_deepseek2_tensors(**shape)
+    assert {t.name: tuple(int(d) for d in t.shape) for t in r.tensors} == {n: ne for n, (ne, _) in want.items()}
+    for t in r.tensors:
+        ne, kind = want[t.name]
+        expect = "f32" if kind == F32 else weight_type(wtype, ne[0])
+        assert t.tensor_type == TYPES[expect], (t.name, t.tensor_type, expect)
+        values = gguf.quants.dequantize(t.data, t.tensor_type)
+        assert np.isfinite(values).all() and values.std() > 0, t.name
+    got = {k: (_value(r, k), r.fields[k].types[0]) for k in r.fields if k.startswith("deepseek2.")}
+    assert set(got) == set(keys)
+    for k, (value, vtype) in keys.items():
+        assert got[k][1] == vtype, k
+        if vtype == F32V:
+            assert got[k][0] == pytest.approx(value, rel=1e-6), k
+        else:
+            assert got[k][0] == value, k
+    assert _value(r, "general.architecture") == "deepseek2"
+    assert _value(r, "general.name") == name
+    assert _value(r, "general.file_type") == {"iq1_s": 24, "q8_0": 7, "f16": 1, "bf16": 32, "f32": 0}[wtype]
+    assert len(_value(r, "tokenizer.ggml.tokens")) == shape["n_vocab"]
+    return r
+
+
+DS2_CASES = {
+    "mla": ([], {}, {}),
+    "legacy-kv-b": (["--legacy-kv-b"], dict(legacy=True), dict(legacy=True)),
+    "full-q": (["--q-lora", "0"], dict(q_lora=0), dict(q_lora=0)),
+    "softmax-groups": (["--gating", "softmax", "--n-group", "4", "--n-group-used", "2", "--no-score-bias",
+                        "--no-weights-norm", "--weights-scale", "0", "--rope-scaling", "none"],
+                       dict(score_bias=False), dict(gating=1, groups=(4, 2), weights_norm=False, weights_scale=0.0,
+                                                    yarn=None)),
+}
+
+
+@pytest.mark.parametrize("wtype", ["iq1_s", "q8_0", "f16"])
+@pytest.mark.parametrize("case", list(DS2_CASES))
+def test_deepseek2_tiny_has_the_tensors_types_and_keys_of_the_spec(tmp_path, case, wtype):
+    args, shape, keys = DS2_CASES[case]
+    out = tmp_path / "m.gguf"
+    result = _mk(out, "--arch", "deepseek2", "--preset", "tiny", "--type", wtype, *args)
+    shape = dict(DS2_TINY, **shape)
+    r = _check_deepseek2(out, wtype, shape, expected_deepseek2_keys(**dict(shape, **keys)))
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == len(r.tensors)
+    # iq1_s: the MLA form's attn_k_b has rows of qk_nope = 64, so it falls back to q8_0 and says so.
+    fallbacks = [line for line in lines if "do not fit" in line]
+    if wtype == "iq1_s" and case != "legacy-kv-b":
+        assert len(fallbacks) == 3 and all("attn_k_b" in f and " q8_0 " in f and "iq1_s" in f for f in fallbacks)
+    else:
+        assert fallbacks == []
+
+
+def test_deepseek2_rows_that_fit_no_block_fall_back_to_q8_0_or_f16(tmp_path):
+    out = tmp_path / "m.gguf"
+    # q_b rows of 96 (q8_0 under iq1_s), k_b rows of 48 (f16), attn_output rows of 4 * 40 = 160 (q8_0),
+    # dense ffn_down rows of 544 (q8_0), expert ffn_down rows of 80 (f16), shared ffn_down rows of 160 (q8_0)
+    args = dict(q_lora=96, qk_nope=48, v_head_dim=40, n_ff=544, n_ff_exp=80, n_expert_shared=2)
+    flags = ["--q-lora", "96", "--qk-nope", "48", "--v-head-dim", "40", "--n-ff", "544", "--n-ff-exp", "80",
+             "--n-expert-shared", "2"]
+    result = _mk(out, "--arch", "deepseek2", "--preset", "tiny", *flags)
+    shape = dict(DS2_TINY, **args)
+    r = _check_deepseek2(out, "iq1_s", shape, expected_deepseek2_keys(**shape))
+    types = {t.name: t.tensor_type for t in r.tensors}
+    Q = gguf.GGMLQuantizationType
+    assert types["blk.0.attn_q_b.weight"] == Q.Q8_0 and types["blk.0.attn_k_b.weight"] == Q.F16
+    assert types["blk.2.ffn_down_exps.weight"] == Q.F16 and types["blk.2.ffn_up_exps.weight"] == Q.IQ1_S
+    assert types["blk.0.ffn_down.weight"] == Q.Q8_0 and types["blk.1.ffn_down_shexp.weight"] == Q.Q8_0
+    assert types["blk.0.attn_v_b.weight"] == Q.IQ1_S and types["output.weight"] == Q.IQ1_S
+    assert "blk.2.ffn_down_exps.weight" in result.stderr and "rows of 80 do not fit iq1_s" in result.stderr
+
+
+def test_deepseek2_k2_slice_preset_keys(tmp_path):
+    """The k2-slice preset's routing and YaRN keys (dimensions shrunk: the real slice is 3.5 GB)."""
+    out = tmp_path / "m.gguf"
+    small = dict(n_embd=256, n_head=2, q_lora=256, kv_lora=256, n_ff=256, n_ff_exp=256, n_expert=16, n_vocab=384)
+    flags = [a for k, v in small.items() for a in ("--" + k.replace("_", "-"), str(v))]
+    _mk(out, "--arch", "deepseek2", "--preset", "k2-slice", "--type", "q8_0", *flags)
+    shape = dict(small, n_layer=2, n_ctx=131072, qk_nope=128, qk_rope=64, v_head_dim=128, n_expert_used=8,
+                 n_expert_shared=1, n_dense_lead=1)
+    keys = expected_deepseek2_keys(**shape, weights_scale=2.827, groups=(1, 1), yarn=(32.0, 4096, 0.1, 1.0, 1.0),
+                                   freq_base=50000.0)
+    _check_deepseek2(out, "q8_0", shape, keys, name="strata-synthetic-deepseek2-k2-slice")
+
+
+def _tensors(path: Path) -> dict[str, np.ndarray]:
+    """name -> float32 values shaped numpy-style (outermost first)."""
+    out = {}
+    for t in gguf.GGUFReader(path).tensors:
+        ne = tuple(int(d) for d in t.shape)
+        out[t.name] = gguf.quants.dequantize(t.data, t.tensor_type).reshape(ne[::-1])
+    return out
+
+
+def test_deepseek2_mla_and_legacy_forms_of_a_seed_hold_the_same_weights(tmp_path):
+    mla, legacy = tmp_path / "mla.gguf", tmp_path / "legacy.gguf"
+    _mk(mla, "--arch", "deepseek2", "--preset", "tiny", "--type", "f32", "--seed", "7")
+    _mk(legacy, "--arch", "deepseek2", "--preset", "tiny", "--type", "f32", "--seed", "7", "--legacy-kv-b")
+    a, b = _tensors(mla), _tensors(legacy)
+    H, C, nope, v = 4, 256, 64, 64
+    for i in range(3):
+        kv_b = b[f"blk.{i}.attn_kv_b.weight"].reshape(H, nope + v, C)  # per head: nope k rows, then v rows
+        k_b, v_b = a[f"blk.{i}.attn_k_b.weight"], a[f"blk.{i}.attn_v_b.weight"]  # [H, C, nope], [H, v, C]
+        np.testing.assert_array_equal(k_b, kv_b[:, :nope, :].transpose(0, 2, 1))
+        np.testing.assert_array_equal(v_b, kv_b[:, nope:, :])
+    common = set(a) & set(b)
+    assert len(common) == len(a) - 6
+    for name in common:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_deepseek2_experts_streamed_one_at_a_time_equal_the_whole_tensor_converted(tmp_path):
+    """Each expert is generated and converted alone; its bytes laid end to end are what converting
+    the whole tensor gives (checked through strata's Python writer), and every expert differs."""
+    strata = pytest.importorskip("strata")
+    f32, iq1 = tmp_path / "f32.gguf", tmp_path / "iq1.gguf"
+    _mk(f32, "--arch", "deepseek2", "--preset", "tiny", "--type", "f32", "--seed", "3")
+    _mk(iq1, "--arch", "deepseek2", "--preset", "tiny", "--type", "iq1_s", "--seed", "3")
+    values = _tensors(f32)
+    streamed = {t.name: bytes(t.data) for t in gguf.GGUFReader(iq1).tensors}
+    names = ["blk.1.ffn_gate_exps.weight", "blk.2.ffn_down_exps.weight", "blk.1.attn_k_b.weight"]
+    w = strata.Writer()
+    for name in names:
+        w.add_tensor(name, values[name], "iq1_s" if "exps" in name else "q8_0")
+    w.write(tmp_path / "whole.gguf")
+    whole = {t.name: bytes(t.data) for t in gguf.GGUFReader(tmp_path / "whole.gguf").tensors}
+    for name in names:
+        assert streamed[name] == whole[name], name
+    experts = values["blk.1.ffn_up_exps.weight"]
+    assert experts.shape == (8, 256, 256)
+    assert all(not np.array_equal(experts[0], experts[e]) for e in range(1, 8))
+    assert abs(float(experts.std()) - 1 / 16) < 0.005  # stddev 1/sqrt(row length)
+
+
+DS2_BAD = [
+    (["--n-expert-used", "9"], "--n-expert-used"),
+    (["--n-dense-lead", "4"], "--n-dense-lead"),
+    (["--qk-rope", "33"], "--qk-rope"),
+    (["--n-group", "3", "--n-group-used", "1"], "--n-group"),         # 8 % 3
+    (["--n-group", "2", "--n-group-used", "3"], "--n-group-used"),
+    (["--n-group", "8", "--n-group-used", "4"], "--n-group"),         # one expert per group
+    (["--n-group", "4", "--n-group-used", "1", "--n-expert-used", "3"], "--n-group-used"),  # 2 eligible < 3
+    (["--n-group", "4"], "--n-group-used"),
+    (["--gating", "relu"], "--gating"),
+    (["--rope-scaling", "linear", "--rope-factor", "2"], "linear"),
+    (["--rope-scaling", "none", "--yarn-log-mul", "0.2"], "--rope-scaling yarn"),
+    (["--yarn-log-mul", "-1"], "--yarn-log-mul"),
+    (["--n-embd", "320"], "--n-embd"),                                 # 320 % 256 (iq1_s)
+    (["--type", "q8_0", "--n-embd", "272"], "n_embd"),
+    (["--n-head-kv", "2"], "--n-head-kv"),
+    (["--head-dim", "64"], "--head-dim"),
+    (["--tied-output"], "--tied-output"),
+    (["--preset", "small"], "unknown preset"),
+    (["--n-expert", "0"], "--n-expert"),
+    (["--n-expert", "100000000"], "too large"),                      # 256 * 256 * 1e8 values a tensor
+    (["--kv-lora", "0"], "--kv-lora"),
+    (["--q-lora", "-1"], "--q-lora"),
+    (["--n-vocab", "100"], "--n-vocab"),
+]
+
+
+@pytest.mark.parametrize("args,needle", DS2_BAD, ids=[" ".join(a) for a, _ in DS2_BAD])
+def test_deepseek2_bad_flags_exit_2_with_a_message_naming_them(tmp_path, args, needle):
+    out = tmp_path / "m.gguf"
+    result = _mk(out, "--arch", "deepseek2", "--preset", "tiny", *args, check=False)
+    assert result.returncode == 2, result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("strata-mkmodel: ") and needle in first, first
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("flag", [["--n-expert", "4"], ["--legacy-kv-b"], ["--q-lora", "0"], ["--gating", "softmax"],
+                                  ["--yarn-log-mul", "0.1"], ["--no-score-bias"]])
+def test_deepseek2_flags_are_refused_for_the_llama_family(tmp_path, flag):
+    result = _mk(tmp_path / "m.gguf", "--arch", "llama", "--preset", "tiny", *flag, check=False)
+    assert result.returncode == 2
+    assert f"{flag[0]} is only for --arch deepseek2" in result.stderr.splitlines()[0]
+    assert _mk(tmp_path / "k.gguf", "--arch", "qwen2", "--preset", "k2-slice", check=False).returncode == 2
