@@ -50,10 +50,14 @@ void CpuBackend::parallel_for(int64_t n, const std::function<void(int64_t, int64
 }
 
 uint64_t CpuBackend::matmul_scratch_bytes(int64_t n_tokens, int64_t max_cols) const {
+    return matmul_scratch_bytes_for(pool_->size(), n_tokens, max_cols);
+}
+
+uint64_t CpuBackend::matmul_scratch_bytes_for(int n_threads, int64_t n_tokens, int64_t max_cols) {
     // Q8_K activations are the largest per value (292 bytes per 256); F16/BF16 need one f32 row
     // per thread.
     const uint64_t q8k = uint64_t(n_tokens) * uint64_t((max_cols + 255) / 256) * sizeof(quant::block_q8_K);
-    const uint64_t rows = uint64_t(pool_->size()) * uint64_t(max_cols) * sizeof(float);
+    const uint64_t rows = uint64_t(n_threads) * uint64_t(max_cols) * sizeof(float);
     return q8k + rows;
 }
 

@@ -33,6 +33,8 @@ public:
     void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y) override;
     void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override;
     uint64_t matmul_scratch_bytes(int64_t n_tokens, int64_t max_cols) const override;
+    // The same for a backend of n_threads threads (as n_threads() counts them), without one.
+    static uint64_t matmul_scratch_bytes_for(int n_threads, int64_t n_tokens, int64_t max_cols);
 
     // True for the weight types matmul accepts.
     static bool supports(uint32_t ggml_type);

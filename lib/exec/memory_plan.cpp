@@ -16,12 +16,20 @@ std::string mib(uint64_t bytes) {
     return buf;
 }
 
+std::string gib(uint64_t bytes) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / (1024.0 * 1024.0 * 1024.0));
+    return buf;
+}
+
 }  // namespace
 
 std::string MemoryPlan::describe() const {
     std::ostringstream s;
     s << "memory plan: weights " << mib(weight_bytes) << " (mapped) + KV cache " << mib(kv_bytes)
-      << " (configured context " << n_ctx << ") + scratch " << mib(scratch_bytes) << " = " << mib(total_bytes)
+      << " (configured context " << n_ctx << "; " << kv_bytes_per_position << " B/token; at " << kLongContextTokens
+      << " tokens: " << gib(kv_bytes_per_position * uint64_t(kLongContextTokens)) << ") + scratch "
+      << mib(scratch_bytes) << " = " << mib(total_bytes)
       << "; budget " << mib(budget_bytes) << (fits() ? " (fits)" : " (exceeds the budget)")
       << "; largest configured context that fits: " << max_ctx_that_fits;
     // Memory is not the only limit: say what the model was trained for when the file tells.
@@ -45,6 +53,7 @@ MemoryPlan make_plan(const PlanInputs& in) {
     MemoryPlan p;
     p.weight_bytes = in.weight_bytes;
     p.kv_bytes = in.kv_bytes_per_position * uint64_t(in.n_ctx);
+    p.kv_bytes_per_position = in.kv_bytes_per_position;
     p.scratch_bytes = in.scratch_fixed_bytes + in.scratch_bytes_per_position * uint64_t(in.n_ctx);
     p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
     p.budget_bytes = in.budget_bytes ? in.budget_bytes : available_memory_bytes();

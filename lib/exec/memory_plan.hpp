@@ -11,9 +11,13 @@
 
 namespace strata::exec {
 
+// The long context the plans state the KV cache for beside the configured one: 2^20 tokens.
+inline constexpr int64_t kLongContextTokens = int64_t(1) << 20;
+
 struct MemoryPlan {
     uint64_t weight_bytes = 0;
     uint64_t kv_bytes = 0;
+    uint64_t kv_bytes_per_position = 0;  // all layers of the stage: kv_bytes = this * n_ctx
     uint64_t scratch_bytes = 0;
     uint64_t total_bytes = 0;
     uint64_t budget_bytes = 0;

@@ -32,9 +32,13 @@ bool spin_until(const Ready& ready) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) {
+int ThreadPool::size_for(int n_threads) noexcept {
     if (n_threads <= 0) n_threads = int(std::thread::hardware_concurrency());
-    n_threads_ = n_threads > 0 ? n_threads : 1;
+    return n_threads > 0 ? n_threads : 1;
+}
+
+ThreadPool::ThreadPool(int n_threads) {
+    n_threads_ = size_for(n_threads);
     threads_.reserve(size_t(n_threads_ - 1));
     for (int i = 1; i < n_threads_; ++i) threads_.emplace_back([this, i] { worker(i); });
 }

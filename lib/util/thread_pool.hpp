@@ -21,6 +21,8 @@ public:
     ThreadPool& operator=(const ThreadPool&) = delete;
 
     int size() const noexcept { return n_threads_; }
+    // The size a pool started with n_threads has (<= 0: hardware concurrency, at least 1).
+    static int size_for(int n_threads) noexcept;
 
     // Splits [0, n) into size() contiguous ranges (the first n % size() one element longer) and
     // calls fn(begin, end) for each non-empty one, one range per thread; the calling thread runs the
