@@ -95,4 +95,8 @@ struct ModelWeights {
 // for a bad range.
 ModelWeights bind_weights(const gguf::ModelFile& file, const Hparams& hp, int first, int last);
 
+// Bytes bind_weights builds and holds in memory for layer il beyond the mapped tensors (the
+// legacy MLA form's k_b, float32: weights_deepseek2.cpp); 0 for every other layer and form.
+uint64_t owned_layer_bytes(const gguf::ModelFile& file, const Hparams& hp, int il);
+
 }  // namespace strata::model

@@ -3,6 +3,8 @@
 // viewed in place), and the MoE FFN with its router, optional score bias and shared experts.
 #include <cstring>
 
+#include "gguf/model_file.hpp"
+
 #include "model/binder.hpp"
 #include "quant/formats.hpp"
 #include "util/error.hpp"
@@ -10,6 +12,15 @@
 namespace strata::model {
 
 namespace {
+
+uint64_t legacy_k_b_bytes(const Hparams& hp) {
+    return uint64_t(hp.n_head) * uint64_t(hp.mla.kv_lora_rank) * uint64_t(hp.mla.qk_nope) * sizeof(float);
+}
+
+// The MLA form (attn_k_b / attn_v_b) is bound whenever one of its tensors is present.
+bool mla_form(const gguf::ModelFile& file, const std::string& p) {
+    return file.find_tensor(p + "attn_k_b.weight") || file.find_tensor(p + "attn_v_b.weight");
+}
 
 // Legacy form: per head h, kv_b rows h*(nope+v) .. +nope are k_b[h] transposed, the next v rows
 // are v_b[h]. k_b is built once as float32 [H][C][nope] (exact whatever kv_b's type; Kimi K2
@@ -25,7 +36,7 @@ void bind_legacy_kv_b(Binder& b, const Hparams& hp, const std::string& p, LayerW
             const float* src = rows.data() + (h * (nope + vd) + d) * C;
             for (int64_t c = 0; c < C; ++c) kb[size_t((h * C + c) * nope + d)] = src[c];
         }
-    L.k_b_owned.resize(kb.size() * sizeof(float));
+    L.k_b_owned.resize(legacy_k_b_bytes(hp));
     std::memcpy(L.k_b_owned.data(), kb.data(), L.k_b_owned.size());
     owned_bytes += L.k_b_owned.size();
 
@@ -62,7 +73,7 @@ void bind_mla_attention(Binder& b, const Hparams& hp, const std::string& p, Laye
     }
     L.wkv_a = b.matrix(p + "attn_kv_a_mqa.weight", E, C + R);
     L.kv_a_norm = b.vec(p + "attn_kv_a_norm.weight", C);
-    if (b.has(p + "attn_k_b.weight") || b.has(p + "attn_v_b.weight")) {
+    if (b.has(p + "attn_k_b.weight") || b.has(p + "attn_v_b.weight")) {  // as mla_form
         L.wk_b = b.stack(p + "attn_k_b.weight", m.qk_nope, C, H);
         L.wv_b = b.stack(p + "attn_v_b.weight", C, m.v_head_dim, H);
     } else if (b.has(p + "attn_kv_b.weight")) {
@@ -72,6 +83,12 @@ void bind_mla_attention(Binder& b, const Hparams& hp, const std::string& p, Laye
                                  "attn_kv_b.weight') are missing");
     }
     L.wo = b.matrix(p + "attn_output.weight", hp.n_attn_out(), E);
+}
+
+uint64_t owned_layer_bytes(const gguf::ModelFile& file, const Hparams& hp, int il) {
+    if (!hp.is_mla()) return 0;
+    const std::string p = "blk." + std::to_string(il) + ".";
+    return !mla_form(file, p) && file.find_tensor(p + "attn_kv_b.weight") ? legacy_k_b_bytes(hp) : 0;
 }
 
 void bind_moe_ffn(Binder& b, const Hparams& hp, const std::string& p, LayerWeights& L) {

@@ -6,6 +6,7 @@
 
 #include "gguf/model_file.hpp"
 #include "model/hparams.hpp"
+#include "model/weights.hpp"
 #include "util/error.hpp"
 
 namespace strata::pipeline {
@@ -74,12 +75,12 @@ void check_layer_plan(const std::vector<LayerRange>& plan, int n_layers, size_t 
 }
 
 uint64_t LayerCosts::stage_bytes(const LayerRange& r, bool first, bool last) const {
-    uint64_t sum = (first ? first_stage_bytes : 0) + (last ? last_stage_bytes : 0);
+    uint64_t sum = (first ? first_stage_bytes : 0) + (last ? last_stage_bytes : 0) - (first && last ? tied_output_bytes : 0);
     for (int i = r.first; i < r.second; ++i) sum += layer_bytes[size_t(i)];
     return sum;
 }
 
-LayerCosts layer_costs(const gguf::ModelFile& file, int64_t n_ctx, exec::KvType kv_type) {
+LayerCosts weight_costs(const gguf::ModelFile& file) {
     const model::Hparams hp = model::read_hparams(file);
     LayerCosts c;
     c.layer_bytes.assign(size_t(hp.n_layer), 0);
@@ -100,8 +101,18 @@ LayerCosts layer_costs(const gguf::ModelFile& file, int64_t n_ctx, exec::KvType 
         }
     }
     if (tied)  // the output projection reads the token embeddings on the last stage too
-        if (auto i = file.find_tensor("token_embd.weight")) c.last_stage_bytes += file.tensors()[*i].nbytes;
-    const uint64_t kv_per_layer = exec::kv_bytes_per_position_layer(hp, kv_type) * uint64_t(n_ctx);
+        if (auto i = file.find_tensor("token_embd.weight")) {
+            c.tied_output_bytes = file.tensors()[*i].nbytes;
+            c.last_stage_bytes += c.tied_output_bytes;
+        }
+    for (int il = 0; il < int(hp.n_layer); ++il) c.layer_bytes[size_t(il)] += model::owned_layer_bytes(file, hp, il);
+    return c;
+}
+
+LayerCosts layer_costs(const gguf::ModelFile& file, int64_t n_ctx, exec::KvType kv_type) {
+    LayerCosts c = weight_costs(file);
+    const uint64_t kv_per_layer =
+        exec::kv_bytes_per_position_layer(model::read_hparams(file), kv_type) * uint64_t(n_ctx);
     for (auto& b : c.layer_bytes) b += kv_per_layer;
     return c;
 }

@@ -1,4 +1,5 @@
-// Layer plans: which contiguous layer range each stage of a pipeline holds.
+// Layer plans: which contiguous layer range each stage of a pipeline holds. Part of strata_core
+// (not only of strata_pipeline): the plan query strata_model_plan_json uses it too.
 //
 // Stage 0 is the head (embeddings, first layers), the last stage also holds the output norm
 // and head. A plan is either given (checked here: contiguous, covering, non-empty) or made
@@ -34,8 +35,15 @@ struct LayerCosts {
     std::vector<uint64_t> layer_bytes;
     uint64_t first_stage_bytes = 0;
     uint64_t last_stage_bytes = 0;
+    uint64_t tied_output_bytes = 0;  // part of last_stage_bytes: token_embd, read again as the output
+    // One stage that is both first and last maps token_embd once.
     uint64_t stage_bytes(const LayerRange& r, bool first, bool last) const;
 };
+// The weights alone: per layer its blk.N tensors (plus what binding builds in memory, the legacy
+// MLA k_b), token_embd on the first stage, everything else (output_norm, output) on the last,
+// and token_embd there again when the output is tied to it. Reads the tensor table only.
+LayerCosts weight_costs(const gguf::ModelFile& file);
+// weight_costs plus each layer's KV cache for n_ctx positions.
 LayerCosts layer_costs(const gguf::ModelFile& file, int64_t n_ctx, exec::KvType kv_type);
 
 // A plan for stages with these capacities (bytes each may use; 0 capacity = unknown, treated

@@ -1,8 +1,6 @@
 // Layer plans: parsing, checking, and planning from each stage's memory.
 #include <doctest/doctest.h>
 
-#if STRATA_TRANSPORT_HAS_TCP  // the planner lives in strata_pipeline
-
 #include <functional>
 
 #include "pipeline/planner.hpp"
@@ -90,5 +88,3 @@ TEST_CASE("pipeline planner: a stage too small moves layers to its neighbours, o
     CHECK(status_of([&] { plan_by_memory(costs, std::vector<uint64_t>(13, 1 << 20)); }) ==
           strata::Status::invalid_argument);  // more stages than layers
 }
-
-#endif  // STRATA_TRANSPORT_HAS_TCP
