@@ -547,10 +547,14 @@ std::string Head::plan() const {
     auto& m = *impl_;
     std::string text = "stage 0 (head, layers " + std::to_string(m.plan[0].first) + ":" +
                        std::to_string(m.plan[0].second) + "): " + m.ctx->plan().describe();
+    // A worker's KV bytes per token are not in stage_ready: computed here from the model.
+    const uint64_t kv_per_layer = exec::kv_bytes_per_position_layer(m.hp, m.options.context.kv_type);
     for (const auto& link : m.links) {
         const auto& r = link->ready;
+        const uint64_t kv_per_token = kv_per_layer * uint64_t(link->layers.second - link->layers.first);
         text += "\n" + link->name() + ": weights " + std::to_string(r.weight_bytes) + " B, KV cache " +
-                std::to_string(r.kv_bytes) + " B, scratch " + std::to_string(r.scratch_bytes) + " B, total " +
+                std::to_string(r.kv_bytes) + " B (" + std::to_string(kv_per_token) + " B/token), scratch " +
+                std::to_string(r.scratch_bytes) + " B, total " +
                 std::to_string(r.total_bytes) + " B of " + std::to_string(r.budget_bytes) + " B";
     }
     return text;

@@ -10,8 +10,13 @@ namespace {
 
 using nlohmann::json;
 
-json memory(uint64_t weights, uint64_t kv, uint64_t scratch, uint64_t total, uint64_t budget) {
-    return {{"weight_bytes", weights}, {"kv_bytes", kv}, {"scratch_bytes", scratch}, {"total_bytes", total},
+json memory(uint64_t weights, uint64_t kv, uint64_t kv_per_token, uint64_t scratch, uint64_t total, uint64_t budget) {
+    return {{"weight_bytes", weights},
+            {"kv_bytes", kv},
+            {"kv_bytes_per_token", kv_per_token},
+            {"kv_bytes_at_1m", kv_per_token * uint64_t(exec::kLongContextTokens)},
+            {"scratch_bytes", scratch},
+            {"total_bytes", total},
             {"budget_bytes", budget}};
 }
 
@@ -33,7 +38,10 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
                       {"layers", {plan[0].first, plan[0].second}},
                       {"backend", "cpu"},
                       {"threads", head.n_threads()},
-                      {"memory", memory(hp.weight_bytes, hp.kv_bytes, hp.scratch_bytes, hp.total_bytes, hp.budget_bytes)}});
+                      {"memory", memory(hp.weight_bytes, hp.kv_bytes, hp.kv_bytes_per_position, hp.scratch_bytes,
+                                        hp.total_bytes, hp.budget_bytes)}});
+    // stage_ready carries no per-token figure: the head computes a worker's from the model.
+    const uint64_t kv_per_layer = exec::kv_bytes_per_position_layer(head.hparams(), options.context.kv_type);
     for (const auto& link : links) {
         const auto& r = link->ready;
         const auto& info = link->info;
@@ -43,7 +51,9 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
              {"role", "worker"},
              {"address", link->endpoint.to_string()},
              {"layers", {link->layers.first, link->layers.second}},
-             {"memory", memory(r.weight_bytes, r.kv_bytes, r.scratch_bytes, r.total_bytes, r.budget_bytes)},
+             {"memory",
+              memory(r.weight_bytes, r.kv_bytes, kv_per_layer * uint64_t(link->layers.second - link->layers.first),
+                     r.scratch_bytes, r.total_bytes, r.budget_bytes)},
              {"reported",
               {{"available_memory_bytes", info.available_memory},
                {"fixed_layers", {info.fixed_layer_begin, info.fixed_layer_end}},

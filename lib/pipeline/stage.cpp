@@ -86,6 +86,8 @@ transport::StageReady Stage::ready() const {
     return {p.weight_bytes, p.kv_bytes, p.scratch_bytes, p.total_bytes, p.budget_bytes};
 }
 
+uint64_t Stage::kv_bytes_per_token() const { return ctx_->plan().kv_bytes_per_position; }
+
 bool Stage::is_first() const { return ctx_->is_first_stage(); }
 bool Stage::is_last() const { return ctx_->is_last_stage(); }
 int64_t Stage::n_past() const { return ctx_->n_past(); }

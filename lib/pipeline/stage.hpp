@@ -37,6 +37,7 @@ public:
     Stage& operator=(const Stage&) = delete;
 
     transport::StageReady ready() const;  // the memory plan
+    uint64_t kv_bytes_per_token() const;  // of the plan's KV cache, all the stage's layers (not on the wire)
     bool is_first() const;
     bool is_last() const;
     int64_t n_past() const;

@@ -79,9 +79,10 @@ std::string size_text(uint64_t bytes) {
 
 const char* kv_name(uint32_t code) { return code == 0 ? "f16" : code == 1 ? "q8_0" : "unknown"; }
 
-std::string plan_text(const transport::StageReady& r) {
-    return "weights " + size_text(r.weight_bytes) + ", KV cache " + size_text(r.kv_bytes) + ", scratch " + size_text(r.scratch_bytes) +
-           ", total " + size_text(r.total_bytes) + " of a " + size_text(r.budget_bytes) + " budget";
+std::string plan_text(const transport::StageReady& r, uint64_t kv_per_token) {
+    return "weights " + size_text(r.weight_bytes) + ", KV cache " + size_text(r.kv_bytes) + " (" +
+           std::to_string(kv_per_token) + " B/token), scratch " + size_text(r.scratch_bytes) + ", total " +
+           size_text(r.total_bytes) + " of a " + size_text(r.budget_bytes) + " budget";
 }
 
 // What one received message leads to: an answer to send (or none), and whether the
@@ -125,7 +126,7 @@ Task<Outcome> configure(WorkerShared& shared, PeerConnection& peer, const transp
     if (auto* ready = std::get_if<transport::StageReady>(&answer))
         shared.log("configured " + peer.name + ": layers " + range_text(c.layer_begin, c.layer_end) + ", " +
                    kv_name(c.kv_type) + " KV cache, " + std::to_string(c.context_length) + " tokens, micro-batch " +
-                   std::to_string(c.n_batch) + "; " + plan_text(*ready));
+                   std::to_string(c.n_batch) + "; " + plan_text(*ready, peer.stage->kv_bytes_per_token()));
     else if (auto* e = std::get_if<transport::ErrorMessage>(&answer))
         shared.log("refused configure from " + peer.name + ": " + describe(*e));
     co_return Outcome{std::move(answer), ""};
