@@ -11,10 +11,12 @@
 #include "exec/context.hpp"
 #include "exec/latent_cache.hpp"
 #include "exec/moe_router.hpp"
+#include "exec/stage_memory.hpp"
 #include "gguf/model_file.hpp"
 #include "gguf/writer.hpp"
 #include "model/hparams.hpp"
 #include "model/weights.hpp"
+#include "pipeline/planner.hpp"
 #include "quant/formats.hpp"
 #include "util/error.hpp"
 
@@ -327,4 +329,40 @@ TEST_CASE("a deepseek2 context refuses a q8_0 latent cache it cannot store, and 
     p.kv_type = exec::KvType::f16;
     exec::Context ctx(*f, p);
     CHECK(ctx.plan().kv_bytes == uint64_t(2 * 32 * (32 + 16) * 2));  // layers x positions x row
+}
+
+TEST_CASE("a deepseek2 context plans the figures of stage_plan_inputs and the planner's weights, k_b built at load included") {
+    for (const bool legacy : {false, true}) {
+        TinyDs2 spec;
+        spec.legacy = legacy;
+        auto f = spec.build();
+        const model::Hparams hp = model::read_hparams(*f);
+        const pipeline::LayerCosts weights = pipeline::weight_costs(*f);
+        for (const pipeline::LayerRange& r : {pipeline::LayerRange{0, 2}, {0, 1}, {1, 2}}) {
+            CAPTURE(legacy);
+            CAPTURE(r.first);
+            exec::ContextParams p;
+            p.n_ctx = 32;
+            p.n_batch = 8;
+            p.n_threads = 2;
+            p.kv_type = exec::KvType::q8_0;  // C = 32, R = 32: whole blocks
+            p.first_layer = r.first;
+            p.last_layer = r.second;
+            p.memory_budget = uint64_t(1) << 30;
+            exec::Context ctx(*f, p);
+            exec::PlanInputs in = exec::stage_plan_inputs(
+                hp, {.first_layer = r.first, .last_layer = r.second, .n_ctx = 32, .n_batch = 8, .n_threads = 2,
+                     .kv_type = exec::KvType::q8_0});
+            in.weight_bytes = weights.stage_bytes(r, r.first == 0, r.second == 2);
+            in.budget_bytes = p.memory_budget;
+            const exec::MemoryPlan want = exec::make_plan(in);
+            CHECK(ctx.plan().weight_bytes == want.weight_bytes);
+            CHECK(ctx.plan().kv_bytes_per_position == uint64_t(r.second - r.first) * (32 + 32) / 32 * 34);
+            CHECK(ctx.plan().kv_bytes == want.kv_bytes);
+            CHECK(ctx.plan().scratch_bytes == want.scratch_bytes);
+            // legacy: H x C x nope float32 built per layer
+            const uint64_t owned = legacy ? uint64_t(r.second - r.first) * 2 * 32 * 16 * 4 : 0;
+            CHECK(model::owned_layer_bytes(*f, hp, r.first) * uint64_t(r.second - r.first) == owned);
+        }
+    }
 }
