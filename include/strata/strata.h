@@ -458,6 +458,40 @@ STRATA_API strata_status strata_session_generate(strata_session* session, const 
                                                  const strata_generate_params* params,
                                                  strata_generate_result* out_result);
 
+/* --- memory plans without a session --- */
+
+/* What sessions or pipeline stages of a model would need, per stage, computed from the tensor
+ * table and the hyperparameters alone: nothing is allocated, nothing hashed. */
+typedef struct strata_plan_params {
+    size_t struct_size; /* sizeof(strata_plan_params) */
+    int64_t n_ctx;      /* the configured context in tokens, > 0 (default 4096) */
+    int32_t kv_type;    /* strata_kv_type (default STRATA_KV_F16) */
+    const char* layers; /* "0:20,20:40,40:61": one range per stage, contiguous, covering every
+                           layer; NULL: n_stages stages */
+    int32_t n_stages;   /* with layers NULL: the layers split evenly by count over this many stages
+                           (as a pipeline plans them when no stage reports its memory); 0 or 1
+                           (default): one stage holding every layer */
+    int64_t n_batch;    /* micro-batch in tokens, > 0 (default 512, as a session); at most n_ctx */
+    int32_t n_threads;  /* compute threads the scratch is sized for; 0: every hardware thread */
+} strata_plan_params;
+
+STRATA_API void strata_plan_default_params(strata_plan_params* params);
+/* The plan as JSON, NUL-terminated: {"architecture", "n_layer", "n_ctx", "n_ctx_train",
+ * "kv_type", "n_batch", "n_threads", "long_context_tokens" (1048576), "layers" (the plan as
+ * "A:B,..."), "kv_bytes_per_token", "kv_bytes", "kv_bytes_at_1m" (whole model),
+ * "stages": [{"stage", "first_layer", "last_layer" (exclusive), "weight_bytes", "kv_bytes_per_token",
+ * "kv_bytes" (at n_ctx), "kv_bytes_at_1m" (at 1048576 tokens), "scratch_bytes",
+ * "scratch_bytes_at_1m", "total_bytes", "total_bytes_at_1m"}]}. Weights are the mapped bytes of
+ * the stage's tensors (token_embd on the first stage, output_norm and output on the last, the
+ * embeddings again there when the output is tied to them) plus what loading builds; the KV cache
+ * is exact for its type (per layer: K and V rows, or the latent and rope key of deepseek2); the
+ * scratch is what a session or stage plans for the same n_ctx, n_batch and threads. A bad layers
+ * string, n_ctx, n_batch, n_stages or kv_type is STRATA_ERR_INVALID_ARGUMENT; a KV type the
+ * model's cache cannot use (q8_0 on widths that are not multiples of 32) STRATA_ERR_UNSUPPORTED;
+ * strata_last_error() names which. */
+STRATA_API strata_status strata_model_plan_json(const strata_model* model, const strata_plan_params* params,
+                                                char* text, size_t capacity, size_t* out_needed);
+
 
 /* ---------------------------------------------------------------------------------------
  * Pipelines: one model served by this process (the head: embeddings and the first layers)

@@ -72,6 +72,16 @@ struct model_params {
     bool use_digest_cache = true;
 };
 
+// What model::plan_json plans for (strata_plan_params).
+struct plan_params {
+    int64_t n_ctx = 4096;                   // tokens, > 0
+    strata_kv_type kv_type = STRATA_KV_F16;
+    std::string layers;                     // "0:20,20:40,40:61"; empty: n_stages stages
+    int32_t n_stages = 1;                   // with no layers: split evenly by layer count
+    int64_t n_batch = 512;
+    int32_t n_threads = 0;                  // 0: every hardware thread
+};
+
 // A GGUF model (one file or the shards of a split model), memory-mapped. Movable, not copyable.
 class model {
 public:
@@ -257,6 +267,25 @@ public:
         char hex[65];
         detail::check(strata_model_identity(handle_, hex));
         return hex;
+    }
+
+    // --- memory plan (nothing allocated): strata_model_plan_json ---
+    std::string plan_json(const plan_params& p = plan_params()) const {
+        strata_plan_params c;
+        strata_plan_default_params(&c);
+        c.n_ctx = p.n_ctx;
+        c.kv_type = p.kv_type;
+        c.layers = p.layers.empty() ? nullptr : p.layers.c_str();
+        c.n_stages = p.n_stages;
+        c.n_batch = p.n_batch;
+        c.n_threads = p.n_threads;
+        size_t needed = 0;
+        strata_status s = strata_model_plan_json(handle_, &c, nullptr, 0, &needed);
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::string text(needed, '\0');
+        detail::check(strata_model_plan_json(handle_, &c, text.data(), text.size(), &needed));
+        text.resize(needed - 1);
+        return text;
     }
 
     // --- tokenizer ---

@@ -38,6 +38,16 @@ static void test_versions_and_errors(void) {
     CHECK(strlen(strata_last_error()) > 0);
 }
 
+static void test_plan_params(void) {
+    strata_plan_params params;
+    size_t needed = 0;
+    strata_plan_default_params(&params);
+    CHECK(params.struct_size == sizeof params && params.n_ctx == 4096 && params.kv_type == STRATA_KV_F16 &&
+          params.layers == NULL && params.n_stages == 1 && params.n_batch == 512 && params.n_threads == 0);
+    CHECK(strata_model_plan_json(NULL, &params, NULL, 0, &needed) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(strata_last_error(), "model") != NULL);
+}
+
 static void test_reading_the_fixture_model(void) {
     char path[1024];
     const char* paths[1];
@@ -148,6 +158,7 @@ static void test_writing_and_reading_back(void) {
 
 int main(void) {
     test_versions_and_errors();
+    test_plan_params();
     test_reading_the_fixture_model();
     test_broken_file_reports_its_name();
     test_writing_and_reading_back();

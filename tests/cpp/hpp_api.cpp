@@ -110,6 +110,12 @@ int main() {
         strata::session s(m, sp);
         EXPECT(s.n_ctx() == 64 && s.n_past() == 0);
         EXPECT(s.plan().find("configured context 64") != std::string::npos);
+        EXPECT(s.plan().find(" B/token; at 1048576 tokens: ") != std::string::npos);
+        strata::plan_params pp;
+        pp.n_ctx = 64;
+        EXPECT(m.plan_json(pp).find("\"n_ctx\": 64") != std::string::npos);
+        pp.layers = "0:2";  // the model has one layer
+        EXPECT(status_of([&] { m.plan_json(pp); }) == STRATA_ERR_INVALID_ARGUMENT);
         s.decode(ids, true);
         EXPECT(s.n_past() == int64_t(ids.size()));
         const auto logits = s.logits();

@@ -287,8 +287,27 @@ PIPELINE_PROTOTYPES = {
     "strata_worker_stop": (c_status, [_vp]),
     "strata_worker_free": (None, [_vp]),
 }
+
+
+class PlanParams(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("n_ctx", ctypes.c_int64),
+        ("kv_type", ctypes.c_int32),
+        ("layers", ctypes.c_char_p),
+        ("n_stages", ctypes.c_int32),
+        ("n_batch", ctypes.c_int64),
+        ("n_threads", ctypes.c_int32),
+    ]
+
+
+# The memory plan of a model without a session (strata_model_plan_json): appended functions.
+PLAN_PROTOTYPES = {
+    "strata_plan_default_params": (None, [ctypes.POINTER(PlanParams)]),
+    "strata_model_plan_json": (c_status, [_vp, ctypes.POINTER(PlanParams), _vp, ctypes.c_size_t, c_size_p]),
+}
 #: Every appended (optional) function: declared when the loaded library has it.
-OPTIONAL_PROTOTYPES = {**SESSION_PROTOTYPES, **PIPELINE_PROTOTYPES}
+OPTIONAL_PROTOTYPES = {**SESSION_PROTOTYPES, **PIPELINE_PROTOTYPES, **PLAN_PROTOTYPES}
 
 _LIB_NAME = "libstrata.so"
 

@@ -449,6 +449,35 @@ class Model(OwnedHandle):
         return Session(self, n_ctx=n_ctx, n_threads=n_threads, kv_type=kv_type, memory_budget=memory_budget,
                        **sampling)
 
+    # --- memory plans -------------------------------------------------------------------------
+    def plan_json(self, n_ctx: int = 4096, kv_type: Union[str, int] = "f16", layers: Optional[str] = None,
+                  n_stages: int = 1, n_batch: int = 512, n_threads: int = 0) -> str:
+        """strata_model_plan_json: the memory plan of each stage as JSON text, from the tensor table
+        and the hyperparameters alone (nothing allocated, nothing hashed)."""
+        from .session import _buffer_text, _kv_type_id
+        p = _lib.PlanParams()
+        _lib.fn("strata_plan_default_params")(ctypes.byref(p))
+        p.n_ctx = int(n_ctx)
+        p.kv_type = _kv_type_id(kv_type)
+        layers_bytes = None if layers is None else str(layers).encode("utf-8")
+        p.layers = layers_bytes
+        p.n_stages = int(n_stages)
+        p.n_batch = int(n_batch)
+        p.n_threads = int(n_threads)
+        f, h = _lib.fn("strata_model_plan_json"), self._handle()
+        return _buffer_text(lambda b, c, n: f(h, ctypes.byref(p), b, c, n))
+
+    def plan(self, n_ctx: int = 4096, kv_type: Union[str, int] = "f16", layers: Optional[str] = None,
+             n_stages: int = 1, n_batch: int = 512, n_threads: int = 0) -> dict[str, Any]:
+        """The memory plan of each stage for a context of n_ctx tokens, as a dict: per stage its
+        layers, weight bytes, KV cache bytes per token, at n_ctx and at 1,048,576 tokens, scratch
+        and total (see strata_model_plan_json). ``layers``: "0:20,20:40,..." (one range per stage);
+        without it, ``n_stages`` stages with the layers split evenly. Raises StrataError
+        (INVALID_ARGUMENT for a bad plan or setting, UNSUPPORTED for a KV type the model's cache
+        cannot use)."""
+        return json.loads(self.plan_json(n_ctx=n_ctx, kv_type=kv_type, layers=layers, n_stages=n_stages,
+                                         n_batch=n_batch, n_threads=n_threads))
+
     def __repr__(self) -> str:
         if self._h is None:
             return "<strata.Model closed>"
