@@ -1,7 +1,10 @@
-// strata-inspect: print a GGUF model's metadata, tensor table, shard digests and identity.
+// strata-inspect: print a GGUF model's metadata, tensor table, shard digests and identity, or
+// the memory plan of its stages.
 //
 //   strata-inspect MODEL.gguf [MORE-SHARDS...] [--json] [--no-digests]
 //   strata-inspect MODEL.gguf --tensor NAME --dump-f32 OUT.npy
+//   strata-inspect MODEL.gguf --plan [--n-ctx N] [--kv-type f16|q8_0] [--layers A:B,... | --stages N]
+//                             [--n-batch N] [--threads N] [--json]
 //
 // Uses only the public C++ API (strata.hpp). Exit status: 0 success, 2 bad input (a bad file,
 // an unknown tensor, bad arguments) with one line on stderr naming the file and the problem.
@@ -9,10 +12,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_args.hpp"
 #include "strata/strata.hpp"
@@ -25,6 +31,11 @@ struct Options {
     bool digests = true;
     std::string tensor;
     std::string dump_path;
+    bool plan = false;
+    std::optional<int64_t> n_ctx;  // unset: the model's context_length
+    strata::plan_params plan_params;
+    bool layers_given = false, stages_given = false;
+    std::string plan_option;  // the last plan option given (they need --plan)
 };
 
 const char* kUsage =
@@ -32,23 +43,58 @@ const char* kUsage =
     "       strata-inspect MODEL.gguf [MORE-SHARDS...] --tensor NAME --dump-f32 OUT.npy\n"
     "Prints metadata, the tensor table (name, type, shape, bytes, shard), the sha256 of every shard\n"
     "and the model identity. Give the first shard of a split model (NAME-00001-of-0000N.gguf) or\n"
-    "every shard. --json prints the same as one JSON object; --no-digests skips hashing.\n";
+    "every shard. --json prints the same as one JSON object; --no-digests skips hashing.\n"
+    "\n"
+    "       strata-inspect MODEL.gguf --plan [--n-ctx N] [--kv-type f16|q8_0] [--layers A:B,... | --stages N]\n"
+    "                                 [--n-batch N] [--threads N] [--json]\n"
+    "Prints the memory plan of each stage without allocating or hashing anything: layers, weights,\n"
+    "KV cache bytes per token, the KV cache at the configured context (--n-ctx, default the model's\n"
+    "context_length) and at 1048576 tokens, scratch and total. --layers gives the stages' layer\n"
+    "ranges, --stages N splits the layers evenly over N stages (default: one stage); --threads and\n"
+    "--n-batch size the scratch as a session's (defaults: every hardware thread, 512 tokens).\n"
+    "--json prints the plan as JSON (strata_model_plan_json).\n";
+
+bool plan_option(const std::string& a) {
+    return a == "--n-ctx" || a == "--kv-type" || a == "--layers" || a == "--stages" || a == "--n-batch" ||
+           a == "--threads";
+}
+
+strata_kv_type kv_type(const std::string& name) {
+    if (name == "f16") return STRATA_KV_F16;
+    if (name == "q8_0") return STRATA_KV_Q8_0;
+    throw cli::usage_error("--kv-type must be f16 or q8_0, got '" + name + "'");
+}
 
 Options parse_args(int argc, char** argv) {
     Options o;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&] { return cli::value(argc, argv, i); };
+        auto count = [&](int64_t lo, int64_t hi) { return int64_t(cli::number(a, value(), double(lo), double(hi))); };
         if (a == "--json") o.json = true;
         else if (a == "--no-digests") o.digests = false;
         else if (a == "--tensor") o.tensor = value();
         else if (a == "--dump-f32") o.dump_path = value();
-        else if (a == "-h" || a == "--help") cli::help(kUsage);
+        else if (a == "--plan") o.plan = true;
+        else if (plan_option(a)) {
+            o.plan_option = a;
+            if (a == "--n-ctx") o.n_ctx = count(1, int64_t(1) << 40);
+            else if (a == "--kv-type") o.plan_params.kv_type = kv_type(value());
+            else if (a == "--layers") o.plan_params.layers = value();
+            else if (a == "--stages") o.plan_params.n_stages = int32_t(count(1, 1 << 20));
+            else if (a == "--n-batch") o.plan_params.n_batch = count(1, 1 << 30);
+            else o.plan_params.n_threads = int32_t(count(0, 1 << 16));  // --threads
+            o.layers_given = o.layers_given || a == "--layers";
+            o.stages_given = o.stages_given || a == "--stages";
+        } else if (a == "-h" || a == "--help") cli::help(kUsage);
         else if (a.size() > 1 && a[0] == '-') throw cli::usage_error("unknown option " + a);
         else o.paths.push_back(a);
     }
     if (o.paths.empty()) throw cli::usage_error("no model file given");
     if (o.tensor.empty() != o.dump_path.empty()) throw cli::usage_error("--tensor and --dump-f32 go together");
+    if (o.plan && !o.tensor.empty()) throw cli::usage_error("--plan and --tensor do not go together");
+    if (o.layers_given && o.stages_given) throw cli::usage_error("give --layers or --stages, not both");
+    if (!o.plan && !o.plan_option.empty()) throw cli::usage_error(o.plan_option + " needs --plan");
     return o;
 }
 
@@ -190,6 +236,66 @@ void print_json(strata::model& m, const Options& o) {
     std::cout << out.str();
 }
 
+std::string size_text(uint64_t bytes) {
+    char buf[32];
+    const double b = double(bytes);
+    if (bytes >= (uint64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(uint64_t(1) << 30));
+    else if (bytes >= (uint64_t(1) << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", b / double(uint64_t(1) << 20));
+    else if (bytes >= 1024) std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
+    else std::snprintf(buf, sizeof buf, "%llu B", (unsigned long long)bytes);
+    return buf;
+}
+
+// The plan as a table: one row per stage, the whole model's KV cache per token above it.
+void print_plan(const std::string& text) {
+    const auto plan = nlohmann::json::parse(text);
+    const auto u = [](const nlohmann::json& j, const char* key) { return j.at(key).get<uint64_t>(); };
+    const int64_t n_ctx = plan.at("n_ctx").get<int64_t>(), long_ctx = plan.at("long_context_tokens").get<int64_t>();
+    std::printf("memory plan: %s, %lld layers, %s KV cache, context %lld tokens (context_length %lld), micro-batch "
+                "%lld, %d threads\n",
+                plan.at("architecture").get<std::string>().c_str(), (long long)plan.at("n_layer").get<int64_t>(),
+                plan.at("kv_type").get<std::string>().c_str(), (long long)n_ctx,
+                (long long)plan.at("n_ctx_train").get<int64_t>(), (long long)plan.at("n_batch").get<int64_t>(),
+                plan.at("n_threads").get<int>());
+    std::printf("KV cache per token, all layers: %llu B; at %lld tokens: %s; at %lld tokens: %s\n\n",
+                (unsigned long long)u(plan, "kv_bytes_per_token"), (long long)n_ctx, size_text(u(plan, "kv_bytes")).c_str(),
+                (long long)long_ctx, size_text(u(plan, "kv_bytes_at_1m")).c_str());
+    const std::string at_ctx = "KV at " + std::to_string(n_ctx), at_long = "KV at " + std::to_string(long_ctx);
+    const std::string total_long = "total at " + std::to_string(long_ctx);
+    std::printf("%-5s %-9s %12s %12s %14s %16s %12s %12s %19s\n", "stage", "layers", "weights", "KV B/token",
+                at_ctx.c_str(), at_long.c_str(), "scratch", "total", total_long.c_str());
+    const char* keys[] = {"weight_bytes",  "kv_bytes_per_token", "kv_bytes",         "kv_bytes_at_1m",
+                          "scratch_bytes", "total_bytes",        "total_bytes_at_1m"};
+    uint64_t sum[7] = {};
+    auto row = [](const std::string& stage, const std::string& layers, const uint64_t* v) {
+        std::printf("%-5s %-9s %12s %12llu %14s %16s %12s %12s %19s\n", stage.c_str(), layers.c_str(),
+                    size_text(v[0]).c_str(), (unsigned long long)v[1], size_text(v[2]).c_str(), size_text(v[3]).c_str(),
+                    size_text(v[4]).c_str(), size_text(v[5]).c_str(), size_text(v[6]).c_str());
+    };
+    for (const auto& st : plan.at("stages")) {
+        uint64_t v[7];
+        for (int k = 0; k < 7; ++k) sum[k] += v[k] = u(st, keys[k]);
+        row(std::to_string(st.at("stage").get<int>()),
+            std::to_string(st.at("first_layer").get<int>()) + ":" + std::to_string(st.at("last_layer").get<int>()), v);
+    }
+    if (plan.at("stages").size() > 1) row("all", "0:" + std::to_string(plan.at("n_layer").get<int>()), sum);
+}
+
+// --plan: the context defaults to the model's context_length.
+void plan(const strata::model& m, const Options& o) {
+    strata::plan_params p = o.plan_params;
+    if (o.n_ctx) {
+        p.n_ctx = *o.n_ctx;
+    } else {
+        const std::string key = std::string(m.get_string("general.architecture")) + ".context_length";
+        if (!m.has_key(key)) throw std::runtime_error("the model has no " + key + ": give --n-ctx");
+        p.n_ctx = m.get_int(key);
+    }
+    const std::string text = m.plan_json(p);
+    if (o.json) std::cout << text << "\n";
+    else print_plan(text);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -198,7 +304,9 @@ int main(int argc, char** argv) {
         strata::model::params params;
         params.progress = show_progress;
         strata::model m(o.paths, params);
-        if (!o.tensor.empty()) {
+        if (o.plan) {
+            plan(m, o);
+        } else if (!o.tensor.empty()) {
             const auto info = m.tensor(m.find_tensor(o.tensor));
             write_npy(o.dump_path, m.read_f32(m.find_tensor(o.tensor)), info.shape);
             std::fprintf(stderr, "wrote %s: %s %s as float32\n", o.dump_path.c_str(), info.name.c_str(),
