@@ -10,12 +10,21 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 
 #include "model/weights.hpp"
 
 namespace strata::exec {
 
 using model::WeightView;
+
+// One product of a matmul_many call: y = W x for n_tokens rows of x (as matmul).
+struct MatmulJob {
+    const WeightView* w;
+    const float* x;
+    int64_t n_tokens;
+    float* y;
+};
 
 class Backend {
 public:
@@ -28,10 +37,17 @@ public:
     // (bit-identical between prefill and one-token decode, and between thread counts).
     virtual void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y) = 0;
 
+    // Independent products in one dispatch (the heads of latent attention, the experts of an MoE
+    // layer): each output element is computed exactly as matmul computes it.
+    virtual void matmul_many(std::span<const MatmulJob> jobs) {
+        for (const MatmulJob& j : jobs) matmul(*j.w, j.x, j.n_tokens, j.y);
+    }
+
     // fn(begin, end) over a split of [0, n); returns when all are done.
     virtual void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) = 0;
 
-    // Bytes of scratch matmul needs for n_tokens rows of at most max_cols (for the memory plan).
+    // Bytes of scratch matmul needs for n_tokens rows of at most max_cols (for the memory plan;
+    // matmul_many: n_tokens summed over its jobs).
     virtual uint64_t matmul_scratch_bytes(int64_t n_tokens, int64_t max_cols) const = 0;
 };
 

@@ -8,6 +8,8 @@
 #include "exec/context.hpp"
 #include "exec/context_scratch.hpp"
 #include "exec/ops.hpp"
+#include "quant/gemv.hpp"
+#include "quant/iq1s_dot.hpp"
 
 namespace strata::exec {
 
@@ -40,23 +42,33 @@ void Context::attention_mla(int64_t li, int64_t n) {
         latent_.store(li, n_past_ + t, row);
     }
 
-    // Queries into the latent space, head by head: q_abs[h] = k_b[h] q_nope[h] for every token.
+    // Queries into the latent space: q_abs[h] = k_b[h] q_nope[h] for every token, every head in
+    // one dispatch (head-major buffers, contiguous per head).
+    std::vector<WeightView>& mats = s.mats;
+    std::vector<MatmulJob>& jobs = s.jobs;
+    mats.resize(size_t(H));
+    jobs.resize(size_t(H));
     for (int64_t h = 0; h < H; ++h) {
         for (int64_t t = 0; t < n; ++t) {
             const float* src = s.q.data() + t * H * Qw + h * Qw;
-            std::copy(src, src + nope, s.head_in.data() + t * nope);
+            std::copy(src, src + nope, s.head_in.data() + (h * n + t) * nope);
         }
-        be.matmul(L.wk_b.mat(h), s.head_in.data(), n, s.q_abs.data() + h * n * C);
+        mats[size_t(h)] = L.wk_b.mat(h);
+        jobs[size_t(h)] = {&mats[size_t(h)], s.head_in.data() + h * n * nope, n, s.q_abs.data() + h * n * C};
     }
+    be.matmul_many(jobs);
     attention_scores_mla(li, n);
     // Back out of the latent space: o[h] = v_b[h] o_lat[h], then the output projection.
     for (int64_t h = 0; h < H; ++h) {
-        be.matmul(L.wv_b.mat(h), s.o_lat.data() + h * n * C, n, s.head_out.data());
+        mats[size_t(h)] = L.wv_b.mat(h);
+        jobs[size_t(h)] = {&mats[size_t(h)], s.o_lat.data() + h * n * C, n, s.head_out.data() + h * n * vd};
+    }
+    be.matmul_many(jobs);
+    for (int64_t h = 0; h < H; ++h)
         for (int64_t t = 0; t < n; ++t) {
-            const float* src = s.head_out.data() + t * vd;
+            const float* src = s.head_out.data() + (h * n + t) * vd;
             std::copy(src, src + vd, s.attn.data() + t * H * vd + h * vd);
         }
-    }
     be.matmul(L.wo, s.attn.data(), n, s.proj.data());
 }
 
@@ -67,6 +79,10 @@ void Context::attention_scores_mla(int64_t li, int64_t n) {
     const int64_t n_past = n_past_;
     Scratch& s = *s_;
     latent_.load(li, n_past + n, s.latent.data());  // every cached row once, shared by all heads
+    const bool avx2 = quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::avx2;
+    auto dot = [avx2](const float* a, const float* b, int64_t len) {
+        return avx2 ? quant::dot_f32_avx2(a, b, len) : quant::dot_f32_scalar(a, b, len);
+    };
     backend_->parallel_for(n * H, [&](int64_t begin, int64_t end) {
         std::vector<float> scores(static_cast<size_t>(n_past + n));
         for (int64_t job = begin; job < end; ++job) {
@@ -76,10 +92,7 @@ void Context::attention_scores_mla(int64_t li, int64_t n) {
             const float* qpe = s.q.data() + t * H * Qw + h * Qw + m.qk_nope;
             for (int64_t p = 0; p < n_keys; ++p) {
                 const float* key = s.latent.data() + p * W;
-                float dot = 0.0f, dot_pe = 0.0f;
-                for (int64_t c = 0; c < C; ++c) dot += qa[c] * key[c];
-                for (int64_t r = 0; r < R; ++r) dot_pe += qpe[r] * key[C + r];
-                scores[size_t(p)] = (dot + dot_pe) * scale;
+                scores[size_t(p)] = (dot(qa, key, C) + dot(qpe, key + C, R)) * scale;
             }
             softmax(scores.data(), n_keys);
             float* o = s.o_lat.data() + (h * n + t) * C;

@@ -22,30 +22,59 @@ void Context::ffn_moe(int64_t li, int64_t n) {
         s.router_state->route(s.router.data() + t * e.n_expert, L.exp_probs_b.empty() ? nullptr : L.exp_probs_b.data(),
                               s.chosen.data() + t * K, s.chosen_w.data() + t * K);
 
-    std::fill(s.moe_out.begin(), s.moe_out.begin() + n * E, 0.0f);
-    std::vector<int64_t> tokens;
-    std::vector<float> weight;
+    // Group the routed (token, weight) pairs by expert, ascending, each expert's rows contiguous.
+    std::vector<int64_t>& count = s.expert_rows;
+    count.assign(size_t(e.n_expert) + 1, 0);
+    for (int64_t i = 0; i < n * K; ++i) ++count[size_t(s.chosen[size_t(i)]) + 1];
+    for (int64_t x = 0; x < e.n_expert; ++x) count[size_t(x) + 1] += count[size_t(x)];  // row offsets
+    std::vector<int64_t>& slot_row = s.slot_rows;  // (token, slot) -> its row in the grouped buffers
+    slot_row.resize(size_t(n * K));
+    {
+        std::vector<int64_t> next(count.begin(), count.end() - 1);
+        for (int64_t t = 0; t < n; ++t)  // tokens ascending within an expert
+            for (int64_t i = 0; i < K; ++i) {
+                const int64_t row = next[size_t(s.chosen[size_t(t * K + i)])]++;
+                slot_row[size_t(t * K + i)] = row;
+                std::copy(s.xn.data() + t * E, s.xn.data() + (t + 1) * E, s.xe.data() + row * E);
+            }
+    }
+    // Every chosen expert's gate and up in one dispatch, then every down.
+    std::vector<WeightView>& mats = s.mats;
+    std::vector<MatmulJob>& jobs = s.jobs;
+    mats.clear();
+    jobs.clear();
+    mats.reserve(size_t(2 * e.n_expert));
     for (int64_t x = 0; x < e.n_expert; ++x) {
-        tokens.clear();
-        weight.clear();
-        for (int64_t t = 0; t < n; ++t)
-            for (int64_t i = 0; i < K; ++i)
-                if (s.chosen[size_t(t * K + i)] == x) {
-                    tokens.push_back(t);
-                    weight.push_back(s.chosen_w[size_t(t * K + i)]);
-                }
-        if (tokens.empty()) continue;
-        const int64_t m = int64_t(tokens.size());
-        for (int64_t j = 0; j < m; ++j)
-            std::copy(s.xn.data() + tokens[size_t(j)] * E, s.xn.data() + (tokens[size_t(j)] + 1) * E, s.xe.data() + j * E);
-        be.matmul(L.gate_exps.mat(x), s.xe.data(), m, s.ge.data());
-        be.matmul(L.up_exps.mat(x), s.xe.data(), m, s.ue.data());
-        swiglu(s.ge.data(), s.ue.data(), m * F);
-        be.matmul(L.down_exps.mat(x), s.ge.data(), m, s.de.data());
-        for (int64_t j = 0; j < m; ++j) {
-            float* out = s.moe_out.data() + tokens[size_t(j)] * E;
-            const float* d = s.de.data() + j * E;
-            const float w = weight[size_t(j)];
+        const int64_t r0 = count[size_t(x)], m = count[size_t(x) + 1] - r0;
+        if (m == 0) continue;
+        mats.push_back(L.gate_exps.mat(x));
+        jobs.push_back({&mats.back(), s.xe.data() + r0 * E, m, s.ge.data() + r0 * F});
+        mats.push_back(L.up_exps.mat(x));
+        jobs.push_back({&mats.back(), s.xe.data() + r0 * E, m, s.ue.data() + r0 * F});
+    }
+    be.matmul_many(jobs);
+    swiglu(s.ge.data(), s.ue.data(), n * K * F);
+    mats.clear();
+    jobs.clear();
+    for (int64_t x = 0; x < e.n_expert; ++x) {
+        const int64_t r0 = count[size_t(x)], m = count[size_t(x) + 1] - r0;
+        if (m == 0) continue;
+        mats.push_back(L.down_exps.mat(x));
+        jobs.push_back({&mats.back(), s.ge.data() + r0 * F, m, s.de.data() + r0 * E});
+    }
+    be.matmul_many(jobs);
+    // A token's expert outputs summed in ascending expert order.
+    std::fill(s.moe_out.begin(), s.moe_out.begin() + n * E, 0.0f);
+    for (int64_t t = 0; t < n; ++t) {
+        std::vector<int64_t>& slots = s.slots;
+        slots.resize(size_t(K));
+        for (int64_t i = 0; i < K; ++i) slots[size_t(i)] = i;
+        const int32_t* ids = s.chosen.data() + t * K;
+        std::sort(slots.begin(), slots.end(), [ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+        float* out = s.moe_out.data() + t * E;
+        for (int64_t x : slots) {
+            const float* d = s.de.data() + slot_row[size_t(t * K + x)] * E;
+            const float w = s.chosen_w[size_t(t * K + x)];
             for (int64_t c = 0; c < E; ++c) out[c] += w * d[c];
         }
     }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "exec/backend.hpp"
 #include "exec/context.hpp"
 #include "exec/moe_router.hpp"
 #include "exec/rope.hpp"
@@ -26,17 +27,23 @@ struct Context::Scratch {
     std::vector<float> q_a;           // [n, q_lora]
     std::vector<float> ckv;           // [n, C + R]: normalized latent, rotated key
     std::vector<float> q_abs, o_lat;  // [n_head][n][C]: absorbed queries, attention in the latent space
-    std::vector<float> head_in;       // [n, qk_nope]: one head's q_nope, contiguous for the matmul
-    std::vector<float> head_out;      // [n, v_head_dim]
+    std::vector<float> head_in;       // [n_head][n][qk_nope]: q_nope head-major, contiguous per head
+    std::vector<float> head_out;      // [n_head][n][v_head_dim]
     std::vector<float> latent;        // [n_ctx, C + R]: the layer's cache as float32 (per position)
     // moe
     std::vector<float> router;        // [n, n_expert]
     std::vector<float> moe_out;       // [n, n_embd]
-    std::vector<float> xe, de;        // [n, n_embd]: one expert's tokens in, out
-    std::vector<float> ge, ue;        // [n, n_ff_exp]
+    std::vector<float> xe, de;        // [n * n_expert_used, n_embd]: the routed rows, grouped by expert
+    std::vector<float> ge, ue;        // [n * n_expert_used, n_ff_exp]
     std::vector<int32_t> chosen;      // [n, n_expert_used]
     std::vector<float> chosen_w;      // [n, n_expert_used]
     std::unique_ptr<MoeRouter> router_state;  // moe only
+    std::vector<int64_t> expert_rows;  // [n_expert + 1]: each expert's first row in xe/ge/ue/de
+    std::vector<int64_t> slot_rows;    // [n, n_expert_used]: the row of each routed (token, slot)
+    std::vector<int64_t> slots;        // one token's slots in ascending expert order
+    // matmul_many jobs (per-head products, per-expert products)
+    std::vector<model::WeightView> mats;
+    std::vector<MatmulJob> jobs;
     std::unique_ptr<Rope> rope;
 };
 
@@ -67,17 +74,18 @@ void for_each_buffer(const model::Hparams& hp, bool any_dense, int64_t n_batch, 
         tok(s.ckv, width);
         tok(s.q_abs, hp.n_head * m.kv_lora_rank);
         tok(s.o_lat, hp.n_head * m.kv_lora_rank);
-        tok(s.head_in, m.qk_nope);
-        tok(s.head_out, m.v_head_dim);
+        tok(s.head_in, hp.n_head * m.qk_nope);
+        tok(s.head_out, hp.n_head * m.v_head_dim);
         f(s.latent, n_ctx * width, true);
     }
     if (hp.moe.n_expert > 0) {
         tok(s.router, hp.moe.n_expert);
         tok(s.moe_out, E);
-        tok(s.xe, E);
-        tok(s.de, E);
-        tok(s.ge, hp.moe.n_ff_exp);
-        tok(s.ue, hp.moe.n_ff_exp);
+        const int64_t K = hp.moe.n_expert_used;
+        tok(s.xe, K * E);
+        tok(s.de, K * E);
+        tok(s.ge, K * hp.moe.n_ff_exp);
+        tok(s.ue, K * hp.moe.n_ff_exp);
         tok(s.chosen_w, hp.moe.n_expert_used);
     }
 }

@@ -62,80 +62,105 @@ uint64_t CpuBackend::matmul_scratch_bytes_for(int n_threads, int64_t n_tokens, i
 }
 
 void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y) {
-    if (!w.present() || !x || !y || n_tokens < 0)
-        fail(Status::invalid_argument, "matmul: null buffer or negative token count for '" + w.name + "'");
-    if (n_tokens == 0 || w.rows == 0) return;
-    const int64_t rows = w.rows, cols = w.cols;
+    const MatmulJob job{&w, x, n_tokens, y};
+    matmul_many({&job, 1});
+}
+
+void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
+    // Check every job, and quantize the activations the integer kernels need (Q8_K for IQ1_S,
+    // Q8_0 for Q8_0), each job's at its own offset.
+    xq_offset_.assign(jobs.size(), 0);
+    size_t xq_bytes = 0;
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        const MatmulJob& job = jobs[j];
+        if (!job.w || !job.w->present() || !job.x || !job.y || job.n_tokens < 0)
+            fail(Status::invalid_argument,
+                 "matmul: null buffer or negative token count for '" + (job.w ? job.w->name : std::string("?")) + "'");
+        const WeightView& w = *job.w;
+        xq_offset_[j] = xq_bytes;
+        if (w.type == quant::kTypeIQ1_S) xq_bytes += size_t(job.n_tokens * (w.cols / quant::kQK_K)) * sizeof(quant::block_q8_K);
+        else if (w.type == quant::kTypeQ8_0) xq_bytes += size_t(job.n_tokens * (w.cols / quant::kQK8_0)) * sizeof(quant::block_q8_0);
+        else if (!supports(w.type))
+            fail(Status::unsupported, "matmul: tensor '" + w.name +
+                                          "' has a type the CPU backend does not support (ggml type " + std::to_string(w.type) + ")");
+    }
+    xq_.resize(xq_bytes);
+    tiles_.clear();
+    for (size_t j = 0; j < jobs.size(); ++j) {
+        const MatmulJob& job = jobs[j];
+        const WeightView& w = *job.w;
+        uint8_t* xq = xq_.data() + xq_offset_[j];
+        for (int64_t t = 0; t < job.n_tokens; ++t) {
+            if (w.type == quant::kTypeIQ1_S)
+                quant::quantize_row_q8_k(job.x + t * w.cols, reinterpret_cast<quant::block_q8_K*>(xq) + t * (w.cols / quant::kQK_K), w.cols);
+            else if (w.type == quant::kTypeQ8_0)
+                quant::quantize_row_q8_0(job.x + t * w.cols, reinterpret_cast<quant::block_q8_0*>(xq) + t * (w.cols / quant::kQK8_0), w.cols);
+        }
+        if (job.n_tokens == 0) continue;
+        for (int64_t r0 = 0; r0 < w.rows; r0 += kRowTile) tiles_.push_back({int32_t(j), r0, std::min(w.rows, r0 + kRowTile)});
+    }
+    if (tiles_.empty()) return;
+
     const bool avx2 = kernel_ == quant::Iq1sKernel::avx2;
     auto dot_f32 = [avx2](const float* a, const float* b, int64_t n) {
         return avx2 ? quant::dot_f32_avx2(a, b, n) : quant::dot_f32_scalar(a, b, n);
     };
-
-    switch (w.type) {
-    case quant::kTypeIQ1_S: {
-        const int64_t nb = cols / quant::kQK_K;
-        xq_.resize(size_t(n_tokens * nb) * sizeof(quant::block_q8_K));
-        auto* xq = reinterpret_cast<quant::block_q8_K*>(xq_.data());
-        for (int64_t t = 0; t < n_tokens; ++t) quant::quantize_row_q8_k(x + t * cols, xq + t * nb, cols);
-        const auto* wb = reinterpret_cast<const quant::block_iq1_s*>(w.data);
-        pool_->parallel_for(rows, [&](int64_t begin, int64_t end) {
-            for (int64_t r0 = begin; r0 < end; r0 += kRowTile) {
-                const int64_t r1 = std::min(end, r0 + kRowTile);
-                for (int64_t t = 0; t < n_tokens; ++t) {
-                    float* yt = y + t * rows;
+    // Rows r0..r1 of one job, for every token: the weights of the tile stay in cache while each
+    // token uses them. Every output element is one row-times-token dot by fixed code.
+    auto run_tile = [&](const Tile& tile, std::vector<float>& row) {
+        const MatmulJob& job = jobs[size_t(tile.job)];
+        const WeightView& w = *job.w;
+        const int64_t rows = w.rows, cols = w.cols, n_tokens = job.n_tokens;
+        const uint8_t* xq = xq_.data() + xq_offset_[size_t(tile.job)];
+        float* y = job.y;
+        switch (w.type) {
+        case quant::kTypeIQ1_S: {
+            const int64_t nb = cols / quant::kQK_K;
+            const auto* wb = reinterpret_cast<const quant::block_iq1_s*>(w.data);
+            const auto* xb = reinterpret_cast<const quant::block_q8_K*>(xq);
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                float* yt = y + t * rows;
 #if defined(__x86_64__)
-                    if (avx2) {
-                        quant::vec_dot_iq1s_q8k_avx2_rows(cols, wb + r0 * nb, nb, r1 - r0, xq + t * nb, yt + r0);
-                        continue;
-                    }
-#endif
-                    for (int64_t r = r0; r < r1; ++r) yt[r] = quant::vec_dot_iq1s_q8k_scalar(cols, wb + r * nb, xq + t * nb);
+                if (avx2) {
+                    quant::vec_dot_iq1s_q8k_avx2_rows(cols, wb + tile.r0 * nb, nb, tile.r1 - tile.r0, xb + t * nb, yt + tile.r0);
+                    continue;
                 }
+#endif
+                for (int64_t r = tile.r0; r < tile.r1; ++r) yt[r] = quant::vec_dot_iq1s_q8k_scalar(cols, wb + r * nb, xb + t * nb);
             }
-        });
-        return;
-    }
-    case quant::kTypeQ8_0: {
-        const int64_t nb = cols / quant::kQK8_0;
-        xq_.resize(size_t(n_tokens * nb) * sizeof(quant::block_q8_0));
-        auto* xq = reinterpret_cast<quant::block_q8_0*>(xq_.data());
-        for (int64_t t = 0; t < n_tokens; ++t) quant::quantize_row_q8_0(x + t * cols, xq + t * nb, cols);
-        const auto* wb = reinterpret_cast<const quant::block_q8_0*>(w.data);
-        pool_->parallel_for(rows, [&](int64_t begin, int64_t end) {
-            for (int64_t r0 = begin; r0 < end; r0 += kRowTile) {
-                const int64_t r1 = std::min(end, r0 + kRowTile);
-                for (int64_t t = 0; t < n_tokens; ++t)
-                    for (int64_t r = r0; r < r1; ++r) y[t * rows + r] = dot_q8_0(wb + r * nb, xq + t * nb, nb);
+            return;
+        }
+        case quant::kTypeQ8_0: {
+            const int64_t nb = cols / quant::kQK8_0;
+            const auto* wb = reinterpret_cast<const quant::block_q8_0*>(w.data);
+            const auto* xb = reinterpret_cast<const quant::block_q8_0*>(xq);
+            for (int64_t t = 0; t < n_tokens; ++t)
+                for (int64_t r = tile.r0; r < tile.r1; ++r) y[t * rows + r] = dot_q8_0(wb + r * nb, xb + t * nb, nb);
+            return;
+        }
+        case quant::kTypeF32: {
+            for (int64_t r = tile.r0; r < tile.r1; ++r) {
+                const float* wr = reinterpret_cast<const float*>(w.row(r));
+                for (int64_t t = 0; t < n_tokens; ++t) y[t * rows + r] = dot_f32(wr, job.x + t * cols, cols);
             }
-        });
-        return;
-    }
-    case quant::kTypeF32: {
-        const auto* wf = reinterpret_cast<const float*>(w.data);
-        pool_->parallel_for(rows, [&](int64_t begin, int64_t end) {
-            for (int64_t r = begin; r < end; ++r)
-                for (int64_t t = 0; t < n_tokens; ++t) y[t * rows + r] = dot_f32(wf + r * cols, x + t * cols, cols);
-        });
-        return;
-    }
-    case quant::kTypeF16:
-    case quant::kTypeBF16: {
-        const bool f16 = w.type == quant::kTypeF16;
-        pool_->parallel_for(rows, [&](int64_t begin, int64_t end) {
-            std::vector<float> row(static_cast<size_t>(cols));
-            for (int64_t r = begin; r < end; ++r) {
+            return;
+        }
+        default: {  // F16, BF16: each row converted to float32 once, then dotted with every token
+            row.resize(size_t(cols));
+            for (int64_t r = tile.r0; r < tile.r1; ++r) {
                 const auto* src = reinterpret_cast<const uint16_t*>(w.row(r));
-                if (f16) quant::f16_to_f32_row(src, row.data(), cols);
+                if (w.type == quant::kTypeF16) quant::f16_to_f32_row(src, row.data(), cols);
                 else quant::bf16_to_f32_row(src, row.data(), cols);
-                for (int64_t t = 0; t < n_tokens; ++t) y[t * rows + r] = dot_f32(row.data(), x + t * cols, cols);
+                for (int64_t t = 0; t < n_tokens; ++t) y[t * rows + r] = dot_f32(row.data(), job.x + t * cols, cols);
             }
-        });
-        return;
-    }
-    default:
-        fail(Status::unsupported, "matmul: tensor '" + w.name + "' has a type the CPU backend does not support (ggml type " +
-                                      std::to_string(w.type) + ")");
-    }
+            return;
+        }
+        }
+    };
+    pool_->parallel_for(int64_t(tiles_.size()), [&](int64_t begin, int64_t end) {
+        std::vector<float> row;
+        for (int64_t i = begin; i < end; ++i) run_tile(tiles_[size_t(i)], row);
+    });
 }
 
 }  // namespace strata::exec

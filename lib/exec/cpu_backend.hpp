@@ -31,6 +31,8 @@ public:
     const char* name() const override { return "cpu"; }
     int n_threads() const override;
     void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y) override;
+    // One parallel loop over the row tiles of every job (activations quantized first, per job).
+    void matmul_many(std::span<const MatmulJob> jobs) override;
     void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) override;
     uint64_t matmul_scratch_bytes(int64_t n_tokens, int64_t max_cols) const override;
     // The same for a backend of n_threads threads (as n_threads() counts them), without one.
@@ -42,7 +44,13 @@ public:
 private:
     std::unique_ptr<util::ThreadPool> pool_;
     quant::Iq1sKernel kernel_;
-    std::vector<uint8_t> xq_;  // quantized activations, reused between calls
+    std::vector<uint8_t> xq_;  // quantized activations of every job, reused between calls
+    std::vector<size_t> xq_offset_;
+    struct Tile {
+        int32_t job;
+        int64_t r0, r1;
+    };
+    std::vector<Tile> tiles_;
 };
 
 }  // namespace strata::exec

@@ -33,11 +33,20 @@ PlanInputs stage_plan_inputs(const model::Hparams& hp, const StageShape& shape) 
     });
     const int64_t max_cols = std::max({hp.n_embd, hp.n_q(), hp.n_attn_out(), hp.n_ff, hp.moe.n_ff_exp,
                                        hp.mla.q_lora_rank, hp.mla.kv_lora_rank});
+    // The largest single dispatch: one matmul of the micro-batch, the latent attention's per-head
+    // products (n_head jobs), or an MoE layer's experts (n_expert_used rows per token).
+    uint64_t matmul_scratch = CpuBackend::matmul_scratch_bytes_for(threads, n_batch, max_cols);
+    if (hp.is_mla())
+        matmul_scratch = std::max(matmul_scratch, CpuBackend::matmul_scratch_bytes_for(
+                                                      threads, n_batch * hp.n_head, std::max(hp.mla.qk_nope, hp.mla.kv_lora_rank)));
+    if (hp.moe.n_expert > 0)
+        matmul_scratch = std::max(matmul_scratch, CpuBackend::matmul_scratch_bytes_for(
+                                                      threads, n_batch * hp.moe.n_expert_used, std::max(hp.n_embd, hp.moe.n_ff_exp)));
     PlanInputs in;
     in.kv_bytes_per_position = kv_bytes_per_position_layer(hp, shape.kv_type) * uint64_t(n_layers);
     // + the matmul's quantized activations, and per thread the attention's head temporaries
     in.scratch_fixed_bytes = per_token_floats * uint64_t(n_batch) * sizeof(float) +
-                             CpuBackend::matmul_scratch_bytes_for(threads, n_batch, max_cols) +
+                             matmul_scratch +
                              uint64_t(threads) * uint64_t(2 * hp.head_dim) * sizeof(float);
     // + per thread the attention scores
     in.scratch_bytes_per_position = (per_position_floats + uint64_t(threads)) * sizeof(float);
