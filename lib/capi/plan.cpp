@@ -64,7 +64,7 @@ std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_par
              "kv_type is " + std::to_string(p.kv_type) + ", expected STRATA_KV_F16 or STRATA_KV_Q8_0");
     const exec::KvType kv_type = p.kv_type == STRATA_KV_Q8_0 ? exec::KvType::q8_0 : exec::KvType::f16;
     const strata::model::Hparams hp = strata::model::read_hparams(file);
-    const uint64_t kv_per_layer = exec::kv_bytes_per_position_layer(hp, kv_type);  // refuses the type first
+    const uint64_t kv_per_token = exec::kv_bytes_per_position_range(hp, kv_type, 0, hp.n_layer);  // refuses the type first
     const strata::pipeline::LayerCosts weights = strata::pipeline::weight_costs(file);
     const auto ranges = stage_ranges(p, hp, weights);
     const int threads = exec::cpu_backend_threads(p.n_threads);
@@ -91,12 +91,12 @@ std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_par
                           {"kv_bytes_per_token", in.kv_bytes_per_position},
                           {"kv_bytes", kv},
                           {"kv_bytes_at_1m", kv_1m},
+                          {"state_bytes", in.state_bytes},
                           {"scratch_bytes", scratch},
                           {"scratch_bytes_at_1m", scratch_1m},
-                          {"total_bytes", weight + kv + scratch},
-                          {"total_bytes_at_1m", weight + kv_1m + scratch_1m}});
+                          {"total_bytes", weight + kv + in.state_bytes + scratch},
+                          {"total_bytes_at_1m", weight + kv_1m + in.state_bytes + scratch_1m}});
     }
-    const uint64_t kv_per_token = kv_per_layer * uint64_t(hp.n_layer);
     const json out = {{"architecture", hp.arch.name},
                       {"n_layer", hp.n_layer},
                       {"n_ctx", p.n_ctx},

@@ -56,10 +56,20 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
                  (plan_.max_ctx_that_fits > 0 ? "; configure a context of at most " + std::to_string(plan_.max_ctx_that_fits)
                                               : "; the weights alone do not fit"));
 
-    if (hp_.is_mla())
-        latent_ = LatentCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.mla.kv_lora_rank, hp_.rope.n_rot);
-    else
-        kv_ = KvCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.n_head_kv, hp_.head_dim);
+    // Caches: a latent row per position for each MLA layer, a fixed state for each KDA layer.
+    int64_t n_mla = 0, n_kda = 0;
+    for (int il = w_.first_layer; il < w_.last_layer; ++il) {
+        const bool rec = hp_.is_recurrent_layer(il);
+        mla_slot_.push_back(!rec && hp_.is_mla() ? n_mla++ : -1);
+        kda_slot_.push_back(rec ? n_kda++ : -1);
+    }
+    if (n_mla > 0) latent_ = LatentCache(params.kv_type, n_mla, n_ctx_, hp_.mla.kv_lora_rank, hp_.rope.n_rot);
+    if (n_kda > 0) kda_ = KdaState(n_kda, hp_.n_head, hp_.kda.head_dim, hp_.kda.conv_kernel);
+    if (!hp_.is_mla()) kv_ = KvCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.n_head_kv, hp_.head_dim);
+    if (hp_.attn_res_block > 0 && (w_.first_layer != 0 || !w_.last_stage))
+        fail(Status::unsupported, "this model uses attention residuals (attn_res.block_size " +
+                                      std::to_string(hp_.attn_res_block) +
+                                      "), whose banked checkpoints do not cross pipeline stages yet: run every layer in one stage");
     for_each_buffer(hp_, dense, n_batch_, n_ctx_, *s_, [](std::vector<float>& b, int64_t floats, bool) {
         b.resize(size_t(floats));
     });
@@ -79,6 +89,11 @@ void Context::truncate(int64_t n_past) {
     if (n_past < 0 || n_past > n_past_)
         fail(Status::invalid_argument, "truncate(" + std::to_string(n_past) + "): must be within [0, n_past = " +
                                            std::to_string(n_past_) + "]");
+    // A recurrent state holds every position folded together: it can restart, not roll back.
+    if (n_past != 0 && n_past != n_past_ && kda_.bytes() > 0)
+        fail(Status::unsupported, "truncate(" + std::to_string(n_past) + "): this stage has recurrent (KDA) layers, whose "
+                                  "state cannot drop positions; truncate to 0 (restart) or keep all " +
+                                      std::to_string(n_past_));
     n_past_ = n_past;
 }
 
@@ -141,18 +156,47 @@ void Context::write_output(const float* x, int64_t n, int64_t first, int64_t n_t
 void Context::run_layers(float* x, int64_t n) {
     const int64_t E = hp_.n_embd;
     const int64_t P = s_->rope->n_pairs();
+    if (n_past_ == 0 && kda_.bytes() > 0) kda_.zero();  // a new sequence (reset or truncate to 0)
     for (int64_t t = 0; t < n; ++t) s_->rope->angles(n_past_ + t, s_->cos.data() + t * P, s_->sin.data() + t * P);
+    const int64_t B = hp_.attn_res_block;
+    n_bank_ = 0;
     for (size_t li = 0; li < w_.layers.size(); ++li) {
         const model::LayerWeights& L = w_.layers[li];
-        for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, L.attn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
-        if (hp_.is_mla()) attention_mla(int64_t(li), n);
+        const int64_t il = w_.first_layer + int64_t(li);
+        // Attention residuals (K3): the block input is a mix of the banked checkpoints and x;
+        // every B layers x itself is banked and the stream restarts from the block's output.
+        const float* in = x;
+        bool banked = false;
+        if (B > 0) {
+            attn_res_mix(x, L.attn_res_score.data(), n, s_->mixed.data());
+            in = s_->mixed.data();
+            if (il % B == 0) {
+                for (int64_t t = 0; t < n; ++t)
+                    std::copy(x + t * E, x + (t + 1) * E, s_->bank.data() + (t * max_bank() + n_bank_) * E);
+                ++n_bank_;
+                banked = true;
+            }
+        }
+        for (int64_t t = 0; t < n; ++t) rms_norm(in + t * E, L.attn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
+        if (L.recurrent) attention_kda(int64_t(li), n);
+        else if (hp_.is_mla()) attention_mla(int64_t(li), n);
         else attention_gqa(int64_t(li), n);
-        add_inplace(x, s_->proj.data(), n * E);
+        if (banked) std::copy(s_->proj.begin(), s_->proj.begin() + n * E, x);
+        else add_inplace(x, s_->proj.data(), n * E);
 
-        for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, L.ffn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
+        in = x;
+        if (B > 0) {
+            attn_res_mix(x, L.ffn_res_score.data(), n, s_->mixed.data());
+            in = s_->mixed.data();
+        }
+        for (int64_t t = 0; t < n; ++t) rms_norm(in + t * E, L.ffn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
         if (L.moe) ffn_moe(int64_t(li), n);
         else ffn_dense(L.w_gate, L.w_up, L.w_down, n, s_->proj.data());
         add_inplace(x, s_->proj.data(), n * E);
+    }
+    if (B > 0 && w_.last_stage) {  // the output norm reads a mix too
+        attn_res_mix(x, w_.output_res_score.data(), n, s_->mixed.data());
+        std::copy(s_->mixed.begin(), s_->mixed.begin() + n * E, x);
     }
     n_past_ += n;
 }
@@ -162,7 +206,7 @@ void Context::ffn_dense(const model::WeightView& gate, const model::WeightView& 
                         int64_t n, float* out) {
     backend_->matmul(gate, s_->xn.data(), n, s_->gate.data());
     backend_->matmul(up, s_->xn.data(), n, s_->up.data());
-    swiglu(s_->gate.data(), s_->up.data(), n * gate.rows);
+    activate(s_->gate.data(), s_->up.data(), n * gate.rows);
     backend_->matmul(down, s_->gate.data(), n, out);
 }
 

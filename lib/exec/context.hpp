@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "exec/backend.hpp"
+#include "exec/kda_state.hpp"
 #include "exec/kv_cache.hpp"
 #include "exec/latent_cache.hpp"
 #include "exec/memory_plan.hpp"
@@ -89,6 +90,14 @@ private:
     void attention_scores_gqa(int64_t li, int64_t n);
     void attention_mla(int64_t li, int64_t n);
     void attention_scores_mla(int64_t li, int64_t n);
+    void attention_kda(int64_t li, int64_t n);      // context_kda.cpp
+    void kda_heads(int64_t li, int64_t n);
+    // K3 attention residuals (context_kimi.cpp): x replaced per token by the softmax mix of the
+    // banked checkpoints and x itself, scored with w.
+    void attn_res_mix(const float* x, const float* w, int64_t n, float* out);
+    int64_t max_bank() const;
+    // The FFN activation in place: SwiGLU, or SiTU where the model gives its betas (K3).
+    void activate(float* gate, const float* up, int64_t n) const;
     // FFN blocks: s_->xn -> s_->proj.
     void ffn_dense(const model::WeightView& gate, const model::WeightView& up, const model::WeightView& down, int64_t n,
                    float* out);
@@ -101,6 +110,9 @@ private:
     std::unique_ptr<Backend> backend_;
     KvCache kv_;          // gqa
     LatentCache latent_;  // mla
+    KdaState kda_;        // recurrent (KDA) layers
+    std::vector<int64_t> mla_slot_, kda_slot_;  // stage layer -> its slot in latent_ / kda_ (-1: none)
+    int64_t n_bank_ = 0;  // attention residuals: checkpoints banked so far in this micro-batch
     MemoryPlan plan_;
     int64_t n_ctx_ = 0;
     int64_t n_batch_ = 0;

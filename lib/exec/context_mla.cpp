@@ -37,9 +37,11 @@ void Context::attention_mla(int64_t li, int64_t n) {
         const float* sn = s.sin.data() + t * P;
         float* row = s.ckv.data() + t * W;
         rms_norm(row, L.kv_a_norm.data(), C, hp_.rms_eps, row);  // the latent; the rope key is not normalized
-        s.rope->apply(row + C, c, sn);
-        for (int64_t h = 0; h < H; ++h) s.rope->apply(s.q.data() + t * H * Qw + h * Qw + nope, c, sn);
-        latent_.store(li, n_past_ + t, row);
+        if (m.rotate) {  // Kimi: the rope parts are used unrotated
+            s.rope->apply(row + C, c, sn);
+            for (int64_t h = 0; h < H; ++h) s.rope->apply(s.q.data() + t * H * Qw + h * Qw + nope, c, sn);
+        }
+        latent_.store(mla_slot_[size_t(li)], n_past_ + t, row);
     }
 
     // Queries into the latent space: q_abs[h] = k_b[h] q_nope[h] for every token, every head in
@@ -69,6 +71,11 @@ void Context::attention_mla(int64_t li, int64_t n) {
             const float* src = s.head_out.data() + (h * n + t) * vd;
             std::copy(src, src + vd, s.attn.data() + t * H * vd + h * vd);
         }
+    if (L.attn_gate.present()) {  // K3: a sigmoid gate from the normed layer input, before wo
+        be.matmul(L.attn_gate, s.xn.data(), n, s.head_out.data());
+        const float* g = s.head_out.data();
+        for (int64_t i = 0; i < n * H * vd; ++i) s.attn[size_t(i)] *= 1.0f / (1.0f + std::exp(-g[i]));
+    }
     be.matmul(L.wo, s.attn.data(), n, s.proj.data());
 }
 
@@ -78,7 +85,7 @@ void Context::attention_scores_mla(int64_t li, int64_t n) {
     const float scale = float(m.kq_scale);
     const int64_t n_past = n_past_;
     Scratch& s = *s_;
-    latent_.load(li, n_past + n, s.latent.data());  // every cached row once, shared by all heads
+    latent_.load(mla_slot_[size_t(li)], n_past + n, s.latent.data());  // every cached row once, shared by all heads
     const bool avx2 = quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::avx2;
     auto dot = [avx2](const float* a, const float* b, int64_t len) {
         return avx2 ? quant::dot_f32_avx2(a, b, len) : quant::dot_f32_scalar(a, b, len);

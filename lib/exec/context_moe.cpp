@@ -14,10 +14,16 @@ void Context::ffn_moe(int64_t li, int64_t n) {
     const model::LayerWeights& L = w_.layers[size_t(li)];
     const model::MoeParams& e = hp_.moe;
     const int64_t E = hp_.n_embd, K = e.n_expert_used, F = e.n_ff_exp;
+    const int64_t Le = e.latent > 0 ? e.latent : E;  // K3: the experts run in the latent width
     Backend& be = *backend_;
     Scratch& s = *s_;
 
-    be.matmul(L.gate_inp, s.xn.data(), n, s.router.data());
+    be.matmul(L.gate_inp, s.xn.data(), n, s.router.data());  // the router scores the full width
+    const float* in = s.xn.data();
+    if (e.latent > 0) {
+        be.matmul(L.routed_down, s.xn.data(), n, s.zlat.data());
+        in = s.zlat.data();
+    }
     for (int64_t t = 0; t < n; ++t)
         s.router_state->route(s.router.data() + t * e.n_expert, L.exp_probs_b.empty() ? nullptr : L.exp_probs_b.data(),
                               s.chosen.data() + t * K, s.chosen_w.data() + t * K);
@@ -35,7 +41,7 @@ void Context::ffn_moe(int64_t li, int64_t n) {
             for (int64_t i = 0; i < K; ++i) {
                 const int64_t row = next[size_t(s.chosen[size_t(t * K + i)])]++;
                 slot_row[size_t(t * K + i)] = row;
-                std::copy(s.xn.data() + t * E, s.xn.data() + (t + 1) * E, s.xe.data() + row * E);
+                std::copy(in + t * Le, in + (t + 1) * Le, s.xe.data() + row * Le);
             }
     }
     // Every chosen expert's gate and up in one dispatch, then every down.
@@ -48,41 +54,48 @@ void Context::ffn_moe(int64_t li, int64_t n) {
         const int64_t r0 = count[size_t(x)], m = count[size_t(x) + 1] - r0;
         if (m == 0) continue;
         mats.push_back(L.gate_exps.mat(x));
-        jobs.push_back({&mats.back(), s.xe.data() + r0 * E, m, s.ge.data() + r0 * F});
+        jobs.push_back({&mats.back(), s.xe.data() + r0 * Le, m, s.ge.data() + r0 * F});
         mats.push_back(L.up_exps.mat(x));
-        jobs.push_back({&mats.back(), s.xe.data() + r0 * E, m, s.ue.data() + r0 * F});
+        jobs.push_back({&mats.back(), s.xe.data() + r0 * Le, m, s.ue.data() + r0 * F});
     }
     be.matmul_many(jobs);
-    swiglu(s.ge.data(), s.ue.data(), n * K * F);
+    activate(s.ge.data(), s.ue.data(), n * K * F);
     mats.clear();
     jobs.clear();
     for (int64_t x = 0; x < e.n_expert; ++x) {
         const int64_t r0 = count[size_t(x)], m = count[size_t(x) + 1] - r0;
         if (m == 0) continue;
         mats.push_back(L.down_exps.mat(x));
-        jobs.push_back({&mats.back(), s.ge.data() + r0 * F, m, s.de.data() + r0 * E});
+        jobs.push_back({&mats.back(), s.ge.data() + r0 * F, m, s.de.data() + r0 * Le});
     }
     be.matmul_many(jobs);
     // A token's expert outputs summed in ascending expert order.
-    std::fill(s.moe_out.begin(), s.moe_out.begin() + n * E, 0.0f);
+    std::fill(s.moe_out.begin(), s.moe_out.begin() + n * Le, 0.0f);
     for (int64_t t = 0; t < n; ++t) {
         std::vector<int64_t>& slots = s.slots;
         slots.resize(size_t(K));
         for (int64_t i = 0; i < K; ++i) slots[size_t(i)] = i;
         const int32_t* ids = s.chosen.data() + t * K;
         std::sort(slots.begin(), slots.end(), [ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
-        float* out = s.moe_out.data() + t * E;
+        float* out = s.moe_out.data() + t * Le;
         for (int64_t x : slots) {
-            const float* d = s.de.data() + slot_row[size_t(t * K + x)] * E;
+            const float* d = s.de.data() + slot_row[size_t(t * K + x)] * Le;
             const float w = s.chosen_w[size_t(t * K + x)];
-            for (int64_t c = 0; c < E; ++c) out[c] += w * d[c];
+            for (int64_t c = 0; c < Le; ++c) out[c] += w * d[c];
         }
+    }
+    float* routed = s.moe_out.data();
+    if (e.latent > 0) {  // back to full width, through the optional latent norm
+        if (!L.routed_norm.empty())
+            for (int64_t t = 0; t < n; ++t) rms_norm(routed + t * Le, L.routed_norm.data(), Le, hp_.rms_eps, routed + t * Le);
+        be.matmul(L.routed_up, routed, n, s.moe_up.data());
+        routed = s.moe_up.data();
     }
     if (L.gate_shexp.present()) {
         ffn_dense(L.gate_shexp, L.up_shexp, L.down_shexp, n, s.proj.data());
-        add_inplace(s.proj.data(), s.moe_out.data(), n * E);  // shared + routed, as llama.cpp adds them
+        add_inplace(s.proj.data(), routed, n * E);  // shared + routed, as llama.cpp adds them
     } else {
-        std::copy(s.moe_out.begin(), s.moe_out.begin() + n * E, s.proj.begin());
+        std::copy(routed, routed + n * E, s.proj.begin());
     }
 }
 

@@ -30,7 +30,18 @@ struct Context::Scratch {
     std::vector<float> head_in;       // [n_head][n][qk_nope]: q_nope head-major, contiguous per head
     std::vector<float> head_out;      // [n_head][n][v_head_dim]
     std::vector<float> latent;        // [n_ctx, C + R]: the layer's cache as float32 (per position)
+    // kda (kimi_linear.md): D = n_head * dk
+    std::vector<float> kq, kk, kv;    // [n, D]: q, k, v (convolved in place)
+    std::vector<float> kz;            // [n, D]: the decay gate's pre-activation
+    std::vector<float> klow;          // [n, dk]: the low-rank gate's inner width
+    std::vector<float> kbeta;         // [n, n_head]
+    std::vector<float> kgate;         // [n, D]: the output gate
+    // K3 attention residuals
+    std::vector<float> mixed;         // [n, n_embd]
+    std::vector<float> bank;          // [n, max_bank, n_embd]: each token's checkpoints
     // moe
+    std::vector<float> zlat;          // [n, L]: K3 latent experts' input
+    std::vector<float> moe_up;        // [n, n_embd]: K3 latent experts' output, back at full width
     std::vector<float> router;        // [n, n_expert]
     std::vector<float> moe_out;       // [n, n_embd]
     std::vector<float> xe, de;        // [n * n_expert_used, n_embd]: the routed rows, grouped by expert
@@ -59,7 +70,8 @@ void for_each_buffer(const model::Hparams& hp, bool any_dense, int64_t n_batch, 
     tok(s.xn, E);
     tok(s.proj, E);
     tok(s.q, hp.n_q());
-    tok(s.attn, hp.n_attn_out());
+    const int64_t D = hp.kda_width();
+    tok(s.attn, std::max(hp.n_attn_out(), D));
     tok(s.cos, (hp.rope.n_rot / 2));
     tok(s.sin, (hp.rope.n_rot / 2));
     tok(s.gate, ff);
@@ -78,12 +90,28 @@ void for_each_buffer(const model::Hparams& hp, bool any_dense, int64_t n_batch, 
         tok(s.head_out, hp.n_head * m.v_head_dim);
         f(s.latent, n_ctx * width, true);
     }
+    if (hp.kda.head_dim > 0) {
+        tok(s.kq, D);
+        tok(s.kk, D);
+        tok(s.kv, D);
+        tok(s.kz, D);
+        tok(s.klow, hp.kda.head_dim);
+        tok(s.kbeta, hp.n_head);
+        tok(s.kgate, D);
+    }
+    if (hp.attn_res_block > 0) {
+        tok(s.mixed, E);
+        tok(s.bank, ((hp.n_layer + hp.attn_res_block - 1) / hp.attn_res_block) * E);
+    }
     if (hp.moe.n_expert > 0) {
+        const int64_t Le = hp.moe.latent > 0 ? hp.moe.latent : E;  // the experts' width
+        tok(s.zlat, hp.moe.latent);
+        tok(s.moe_up, hp.moe.latent > 0 ? E : 0);
         tok(s.router, hp.moe.n_expert);
-        tok(s.moe_out, E);
+        tok(s.moe_out, std::max(Le, E));
         const int64_t K = hp.moe.n_expert_used;
-        tok(s.xe, K * E);
-        tok(s.de, K * E);
+        tok(s.xe, K * Le);
+        tok(s.de, K * Le);
         tok(s.ge, K * hp.moe.n_ff_exp);
         tok(s.ue, K * hp.moe.n_ff_exp);
         tok(s.chosen_w, hp.moe.n_expert_used);

@@ -23,9 +23,24 @@ uint64_t kv_row_bytes(KvType type, int64_t n_head_kv, int64_t head_dim) {
     return n / quant::kQK8_0 * sizeof(quant::block_q8_0);
 }
 
-uint64_t kv_bytes_per_position_layer(const model::Hparams& hp, KvType type) {
-    if (hp.is_mla()) return latent_row_bytes(type, hp.mla.kv_lora_rank, hp.rope.n_rot);
-    return 2 * kv_row_bytes(type, hp.n_head_kv, hp.head_dim);
+uint64_t kv_bytes_per_position_layer(const model::Hparams& hp, KvType type, int64_t il) {
+    const uint64_t row = hp.is_mla() ? latent_row_bytes(type, hp.mla.kv_lora_rank, hp.rope.n_rot)
+                                     : 2 * kv_row_bytes(type, hp.n_head_kv, hp.head_dim);
+    return hp.is_recurrent_layer(il) ? 0 : row;
+}
+
+uint64_t kv_bytes_per_position_range(const model::Hparams& hp, KvType type, int64_t first, int64_t last) {
+    uint64_t sum = 0;
+    for (int64_t il = first; il < last; ++il) sum += kv_bytes_per_position_layer(hp, type, il);
+    return sum;
+}
+
+uint64_t state_bytes_range(const model::Hparams& hp, int64_t first, int64_t last) {
+    const int64_t D = hp.kda_width(), dk = hp.kda.head_dim, K = hp.kda.conv_kernel;
+    const uint64_t per_layer = (uint64_t(3 * (K - 1) * D) + uint64_t(hp.n_head * dk * dk)) * sizeof(float);
+    uint64_t sum = 0;
+    for (int64_t il = first; il < last; ++il) sum += hp.is_recurrent_layer(il) ? per_layer : 0;
+    return sum;
 }
 
 KvCache::KvCache(KvType type, int64_t n_layers, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim)

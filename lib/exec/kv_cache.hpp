@@ -21,9 +21,15 @@ const char* kv_type_name(KvType type);
 // rows of heads of head_dim values.
 uint64_t kv_row_bytes(KvType type, int64_t n_head_kv, int64_t head_dim);
 
-// Cache bytes one position takes in one layer of this model: K and V rows (gqa) or one latent
-// row (mla). Throws Error(unsupported) as kv_row_bytes / latent_row_bytes do.
-uint64_t kv_bytes_per_position_layer(const model::Hparams& hp, KvType type);
+// Cache bytes one position takes in layer il of this model: K and V rows (gqa), one latent row
+// (mla), nothing (a recurrent KDA layer). Throws Error(unsupported) as kv_row_bytes /
+// latent_row_bytes do (checked whatever the layer, so a refusal does not depend on the range).
+uint64_t kv_bytes_per_position_layer(const model::Hparams& hp, KvType type, int64_t il);
+// Summed over the layers [first, last).
+uint64_t kv_bytes_per_position_range(const model::Hparams& hp, KvType type, int64_t first, int64_t last);
+// The fixed recurrent state of a sequence in layers [first, last) (KDA: conv windows and the
+// per-head state, float32), independent of the context; 0 for models without recurrent layers.
+uint64_t state_bytes_range(const model::Hparams& hp, int64_t first, int64_t last);
 
 class KvCache {
 public:

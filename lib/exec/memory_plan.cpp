@@ -28,7 +28,9 @@ std::string MemoryPlan::describe() const {
     std::ostringstream s;
     s << "memory plan: weights " << mib(weight_bytes) << " (mapped) + KV cache " << mib(kv_bytes)
       << " (configured context " << n_ctx << "; " << kv_bytes_per_position << " B/token; at " << kLongContextTokens
-      << " tokens: " << gib(kv_bytes_per_position * uint64_t(kLongContextTokens)) << ") + scratch "
+      << " tokens: " << gib(kv_bytes_per_position * uint64_t(kLongContextTokens)) << ")";
+    if (state_bytes > 0) s << " + recurrent state " << mib(state_bytes) << " (fixed, any context)";
+    s << " + scratch "
       << mib(scratch_bytes) << " = " << mib(total_bytes)
       << "; budget " << mib(budget_bytes) << (fits() ? " (fits)" : " (exceeds the budget)")
       << "; largest configured context that fits: " << max_ctx_that_fits;
@@ -54,12 +56,13 @@ MemoryPlan make_plan(const PlanInputs& in) {
     p.weight_bytes = in.weight_bytes;
     p.kv_bytes = in.kv_bytes_per_position * uint64_t(in.n_ctx);
     p.kv_bytes_per_position = in.kv_bytes_per_position;
+    p.state_bytes = in.state_bytes;
     p.scratch_bytes = in.scratch_fixed_bytes + in.scratch_bytes_per_position * uint64_t(in.n_ctx);
-    p.total_bytes = p.weight_bytes + p.kv_bytes + p.scratch_bytes;
+    p.total_bytes = p.weight_bytes + p.kv_bytes + p.state_bytes + p.scratch_bytes;
     p.budget_bytes = in.budget_bytes ? in.budget_bytes : available_memory_bytes();
     p.n_ctx = in.n_ctx;
     p.n_ctx_train = in.n_ctx_train;
-    const uint64_t fixed = in.weight_bytes + in.scratch_fixed_bytes;
+    const uint64_t fixed = in.weight_bytes + in.state_bytes + in.scratch_fixed_bytes;
     const uint64_t per_pos = in.kv_bytes_per_position + in.scratch_bytes_per_position;
     if (p.budget_bytes > fixed && per_pos > 0) {
         const uint64_t n = (p.budget_bytes - fixed) / per_pos;

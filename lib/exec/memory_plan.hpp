@@ -18,6 +18,7 @@ struct MemoryPlan {
     uint64_t weight_bytes = 0;
     uint64_t kv_bytes = 0;
     uint64_t kv_bytes_per_position = 0;  // all layers of the stage: kv_bytes = this * n_ctx
+    uint64_t state_bytes = 0;            // recurrent (KDA) state of the sequence, any context
     uint64_t scratch_bytes = 0;
     uint64_t total_bytes = 0;
     uint64_t budget_bytes = 0;
@@ -31,6 +32,7 @@ struct MemoryPlan {
 struct PlanInputs {
     uint64_t weight_bytes = 0;
     uint64_t kv_bytes_per_position = 0;       // all layers, K and V
+    uint64_t state_bytes = 0;                 // recurrent layers' fixed state
     uint64_t scratch_fixed_bytes = 0;         // independent of n_ctx
     uint64_t scratch_bytes_per_position = 0;  // grows with n_ctx (attention scores)
     int64_t n_ctx = 0;

@@ -20,7 +20,6 @@ PlanInputs stage_plan_inputs(const model::Hparams& hp, const StageShape& shape) 
                                            std::to_string(hp.n_layer) + " layers");
     if (shape.n_ctx <= 0) fail(Status::invalid_argument, "n_ctx must be positive, is " + std::to_string(shape.n_ctx));
     if (shape.n_batch <= 0) fail(Status::invalid_argument, "n_batch must be positive, is " + std::to_string(shape.n_batch));
-    const int64_t n_layers = shape.last_layer - shape.first_layer;
     const int64_t n_batch = std::min(shape.n_batch, shape.n_ctx);
     const int threads = cpu_backend_threads(shape.n_threads);
 
@@ -43,7 +42,8 @@ PlanInputs stage_plan_inputs(const model::Hparams& hp, const StageShape& shape) 
         matmul_scratch = std::max(matmul_scratch, CpuBackend::matmul_scratch_bytes_for(
                                                       threads, n_batch * hp.moe.n_expert_used, std::max(hp.n_embd, hp.moe.n_ff_exp)));
     PlanInputs in;
-    in.kv_bytes_per_position = kv_bytes_per_position_layer(hp, shape.kv_type) * uint64_t(n_layers);
+    in.kv_bytes_per_position = kv_bytes_per_position_range(hp, shape.kv_type, shape.first_layer, shape.last_layer);
+    in.state_bytes = state_bytes_range(hp, shape.first_layer, shape.last_layer);
     // + the matmul's quantized activations, and per thread the attention's head temporaries
     in.scratch_fixed_bytes = per_token_floats * uint64_t(n_batch) * sizeof(float) +
                              matmul_scratch +

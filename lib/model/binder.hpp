@@ -28,6 +28,9 @@ public:
     // A vector of n values (norm weights, biases), converted to float32; empty when absent and
     // not required.
     std::vector<float> vec(const std::string& name, int64_t n, bool required = true);
+    // Any tensor of exactly n values (whatever its dimensions: conv kernels, per-head scalars),
+    // converted to float32 in storage order.
+    std::vector<float> flat(const std::string& name, int64_t n);
     // Every row of a matrix as float32 (small tensors only: legacy MLA kv_b).
     std::vector<float> rows_f32(const WeightView& w) const;
 
@@ -45,5 +48,8 @@ private:
 // The deepseek2 parts of one layer (weights_deepseek2.cpp).
 void bind_mla_attention(Binder& b, const Hparams& hp, const std::string& prefix, LayerWeights& L, uint64_t& owned_bytes);
 void bind_moe_ffn(Binder& b, const Hparams& hp, const std::string& prefix, LayerWeights& L);
+// The Kimi parts (weights_kimi.cpp): a KDA layer; the K3 extras of a layer.
+void bind_kda_attention(Binder& b, const Hparams& hp, const std::string& prefix, LayerWeights& L);
+void bind_k3_extras(Binder& b, const Hparams& hp, int il, const std::string& prefix, LayerWeights& L);
 
 }  // namespace strata::model

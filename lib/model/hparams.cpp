@@ -11,9 +11,11 @@
 namespace strata::model {
 
 ArchTraits find_arch(const std::string& name) {
-    for (const ArchTraits& t : {llama_traits(), qwen2_traits(), qwen3_traits(), deepseek2_traits()})
+    for (const ArchTraits& t :
+         {llama_traits(), qwen2_traits(), qwen3_traits(), deepseek2_traits(), kimi_linear_traits(), kimi_k3_traits()})
         if (name == t.name) return t;
-    fail(Status::unsupported, "unsupported architecture '" + name + "' (supported: llama, qwen2, qwen3, deepseek2)");
+    fail(Status::unsupported,
+         "unsupported architecture '" + name + "' (supported: llama, qwen2, qwen3, deepseek2, kimi-linear, kimi-k3)");
 }
 
 [[noreturn]] void bad_key(const std::string& key, const std::string& why) {
@@ -88,12 +90,15 @@ Hparams read_hparams(const gguf::ModelFile& f) {
     hp.n_layer = positive(f, p + "block_count");
     hp.n_ff = positive(f, p + "feed_forward_length");
     hp.n_head = positive(f, p + "attention.head_count");
-    hp.n_head_kv = positive(f, p + "attention.head_count_kv", hp.n_head);
+    // kimi: a per-layer array that marks the recurrent layers (read_kimi_hparams)
+    if (hp.arch.attention != AttentionKind::kda_mla) hp.n_head_kv = positive(f, p + "attention.head_count_kv", hp.n_head);
     if (hp.n_layer > 100000) bad(p + "block_count", "is implausibly large (" + std::to_string(hp.n_layer) + ")");
     hp.rms_eps = meta_float(f, p + "attention.layer_norm_rms_epsilon").value_or(1e-5);
     if (!(hp.rms_eps > 0.0) || !std::isfinite(hp.rms_eps))
         bad(p + "attention.layer_norm_rms_epsilon", "must be a finite number > 0");
-    if (hp.is_mla()) {
+    if (hp.arch.attention == AttentionKind::kda_mla) {
+        read_kimi_hparams(f, p, hp);
+    } else if (hp.is_mla()) {
         read_deepseek2_hparams(f, p, hp);
     } else {
         read_gqa_attention(f, p, hp);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace strata::gguf {
 class ModelFile;
@@ -24,6 +25,7 @@ enum class RopeScaling { none, linear, yarn };
 enum class AttentionKind {
     gqa,  // grouped-query attention, K and V cached per KV head
     mla,  // multi-head latent attention (deepseek2): the cache holds a latent and a rope key per token
+    kda_mla,  // kimi-linear / kimi-k3: KDA (recurrent) layers interleaved with MLA layers
 };
 
 enum class ExpertGating { softmax, sigmoid };
@@ -41,6 +43,8 @@ ArchTraits llama_traits();
 ArchTraits qwen2_traits();
 ArchTraits qwen3_traits();
 ArchTraits deepseek2_traits();
+ArchTraits kimi_linear_traits();
+ArchTraits kimi_k3_traits();
 
 // The traits for a general.architecture value; throws Error(unsupported) naming it otherwise.
 ArchTraits find_arch(const std::string& name);
@@ -70,6 +74,17 @@ struct MlaParams {
     int64_t qk_nope = 0;        // the non-rotated part of a query/key head
     int64_t v_head_dim = 0;
     double kq_scale = 0.0;      // mscale^2 / sqrt(qk_nope + n_rot)
+    bool rotate = true;         // false (Kimi): the n_rot part of each head is used unrotated
+};
+
+// Kimi Delta Attention (lib/model/kimi_linear.md): H heads of dk channels, a causal conv of
+// conv_kernel taps on q, k, v, a per-channel decay gate and a dk x dk state per head.
+struct KdaParams {
+    int64_t head_dim = 0;       // dk (= dv)
+    int64_t conv_kernel = 0;    // K
+    bool lower_bound_gate = false;  // K3: g = lb * sigmoid(exp(A_log) z); else a * softplus(z)
+    double gate_lower_bound = 0.0;
+    bool full_rank_gate = false;    // K3: ssm_g [E, D]; Kimi-Linear: ssm_g_a / ssm_g_b
 };
 
 // Mixture of experts (deepseek2). Layers below n_dense_lead have a dense FFN of n_ff.
@@ -85,6 +100,9 @@ struct MoeParams {
     bool weights_norm = false;
     double weights_scale = 0.0; // 0: not scaled
     bool grouped() const { return n_group > 1 && n_group_used < n_group; }
+    int64_t latent = 0;         // K3: routed experts run at this width between down/up projections
+    double situ_beta = 0.0;     // K3: SiTU instead of SwiGLU when > 0 (every FFN of the model)
+    double situ_linear_beta = 0.0;  // <= 0: the up branch is used as is
 };
 
 struct Hparams {
@@ -101,8 +119,14 @@ struct Hparams {
     RopeParams rope;
     MlaParams mla;             // attention == mla only
     MoeParams moe;             // moe.n_expert > 0 only
+    KdaParams kda;             // kda_mla only
+    std::vector<uint8_t> recurrent;  // kda_mla: per layer, 1 for a KDA layer (head_count_kv 0)
+    int64_t attn_res_block = 0;      // K3 attention residuals: bank every this many layers (0: off)
 
-    bool is_mla() const { return arch.attention == AttentionKind::mla; }
+    // Latent attention in every attention layer that is not recurrent.
+    bool is_mla() const { return arch.attention == AttentionKind::mla || arch.attention == AttentionKind::kda_mla; }
+    bool is_recurrent_layer(int64_t il) const { return !recurrent.empty() && recurrent[size_t(il)] != 0; }
+    int64_t kda_width() const { return n_head * kda.head_dim; }  // D
     bool is_moe_layer(int64_t il) const { return moe.n_expert > 0 && il >= moe.n_dense_lead; }
     // gqa: query / key / value widths; mla: the query width is n_head * (qk_nope + n_rot).
     int64_t n_q() const { return is_mla() ? n_head * (mla.qk_nope + rope.n_rot) : n_head * head_dim; }
@@ -123,6 +147,11 @@ void read_rope(const gguf::ModelFile& file, const std::string& prefix, Hparams& 
 void read_vocab_size(const gguf::ModelFile& file, Hparams& hp);
 // deepseek2 (hparams_deepseek2.cpp): MLA and MoE keys, the YaRN attention scale.
 void read_deepseek2_hparams(const gguf::ModelFile& file, const std::string& prefix, Hparams& hp);
+// kimi-linear / kimi-k3 (hparams_kimi.cpp): the layer pattern, KDA, NoPE MLA, MoE, K3 extras.
+void read_kimi_hparams(const gguf::ModelFile& file, const std::string& prefix, Hparams& hp);
+// The parts shared by deepseek2 and the Kimi architectures (hparams_deepseek2.cpp).
+void read_mla_widths(const gguf::ModelFile& file, const std::string& prefix, Hparams& hp);
+void read_moe_routing(const gguf::ModelFile& file, const std::string& prefix, Hparams& hp);
 [[noreturn]] void bad_key(const std::string& key, const std::string& why);  // Error(format)
 int64_t positive_key(const gguf::ModelFile& file, const std::string& key, std::optional<int64_t> fallback);
 

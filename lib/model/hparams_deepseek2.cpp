@@ -14,7 +14,9 @@ namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
-void read_mla(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
+}  // namespace
+
+void read_mla_widths(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
     MlaParams& m = hp.mla;
     m.q_lora_rank = meta_int(f, p + "attention.q_lora_rank").value_or(0);
     if (m.q_lora_rank < 0) bad_key(p + "attention.q_lora_rank", "must be >= 0, is " + num(m.q_lora_rank));
@@ -38,7 +40,7 @@ void read_mla(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
                                                     num(m.kv_lora_rank + n_rot));
         if (value && *value != m.kv_lora_rank)
             bad_key(p + "attention.value_length", "is " + num(*value) + " but the MLA form needs kv_lora_rank = " + num(m.kv_lora_rank));
-        if (hp.n_head_kv != 1 && meta_int(f, p + "attention.head_count_kv"))
+        if (hp.arch.attention == AttentionKind::mla && hp.n_head_kv != 1 && meta_int(f, p + "attention.head_count_kv"))
             bad_key(p + "attention.head_count_kv", "is " + num(hp.n_head_kv) + " but the MLA form has one latent KV head");
     } else {
         // Legacy form: per-head widths under the plain keys.
@@ -55,7 +57,7 @@ void read_mla(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
     hp.head_dim = qk_head;
 }
 
-void read_moe(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
+void read_moe_routing(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
     MoeParams& e = hp.moe;
     e.n_dense_lead = meta_int(f, p + "leading_dense_block_count").value_or(0);
     if (e.n_dense_lead < 0 || e.n_dense_lead > hp.n_layer)
@@ -102,10 +104,8 @@ void read_moe(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
     }
 }
 
-}  // namespace
-
 void read_deepseek2_hparams(const gguf::ModelFile& f, const std::string& p, Hparams& hp) {
-    read_mla(f, p, hp);
+    read_mla_widths(f, p, hp);
     read_rope(f, p, hp);
     RopeParams& r = hp.rope;
     if (r.scaling == RopeScaling::linear && r.factor != 1.0)
@@ -118,7 +118,7 @@ void read_deepseek2_hparams(const gguf::ModelFile& f, const std::string& p, Hpar
     double mscale = r.attn_factor;
     if (r.scaling == RopeScaling::yarn) mscale *= 1.0 + r.yarn_log_mul * std::log(r.factor);
     hp.mla.kq_scale = mscale * mscale / std::sqrt(double(hp.head_dim));
-    read_moe(f, p, hp);
+    read_moe_routing(f, p, hp);
 }
 
 }  // namespace strata::model

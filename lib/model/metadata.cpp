@@ -48,6 +48,25 @@ std::optional<bool> meta_bool(const gguf::ModelFile& file, const std::string& ke
     fail(Status::format, "metadata key '" + key + "' must be a bool, found " + gguf::value_type_name(v->type()));
 }
 
+std::optional<std::vector<int64_t>> meta_int_array(const gguf::ModelFile& file, const std::string& key) {
+    const auto v = find(file, key);
+    if (!v) return std::nullopt;
+    std::vector<int64_t> out;
+    if (!v->is_array()) {
+        const auto i = v->as_int();
+        if (!i) fail(Status::format, "metadata key '" + key + "' must be an integer or an integer array");
+        out.push_back(*i);
+        return out;
+    }
+    if (v->size() > 1000000) fail(Status::format, "metadata key '" + key + "' has an implausible element count");
+    for (uint64_t k = 0; k < v->size(); ++k) {
+        const auto i = v->at(k).as_int();
+        if (!i) fail(Status::format, "metadata key '" + key + "' element " + std::to_string(k) + " is not an integer");
+        out.push_back(*i);
+    }
+    return out;
+}
+
 int64_t require_int(const gguf::ModelFile& file, const std::string& key) {
     const auto v = meta_int(file, key);
     if (!v) fail(Status::format, "metadata key '" + key + "' is missing");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace strata::gguf {
 class ModelFile;
@@ -16,6 +17,8 @@ std::optional<std::string> meta_string(const gguf::ModelFile& file, const std::s
 std::optional<int64_t> meta_int(const gguf::ModelFile& file, const std::string& key);
 std::optional<double> meta_float(const gguf::ModelFile& file, const std::string& key);  // any number
 std::optional<bool> meta_bool(const gguf::ModelFile& file, const std::string& key);
+// An integer array (or a scalar, read as one element): nullopt when absent.
+std::optional<std::vector<int64_t>> meta_int_array(const gguf::ModelFile& file, const std::string& key);
 
 int64_t require_int(const gguf::ModelFile& file, const std::string& key);
 

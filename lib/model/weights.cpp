@@ -101,6 +101,21 @@ std::vector<float> Binder::vec(const std::string& name, int64_t n, bool required
     return out;
 }
 
+std::vector<float> Binder::flat(const std::string& name, int64_t n) {
+    const gguf::TensorInfo* t = find(name, true);
+    if (t->n_elements != uint64_t(n))
+        fail(Status::format, "tensor '" + name + "' has " + std::to_string(t->n_elements) + " values, expected " + std::to_string(n));
+    if (!quant::is_supported(t->type))
+        fail(Status::unsupported, "tensor '" + name + "' has unsupported type " + gguf::ggml_type_name(t->type));
+    if (quant::row_size(t->type, t->ne[0]) * (t->n_elements / uint64_t(t->ne[0])) != t->nbytes)
+        fail(Status::format, "tensor '" + name + "' does not hold whole rows of its type");
+    std::vector<float> out(static_cast<size_t>(n));
+    const uint64_t row_bytes = quant::row_size(t->type, t->ne[0]);
+    for (uint64_t r = 0; r < t->n_elements / uint64_t(t->ne[0]); ++r)
+        quant::dequantize_row(t->type, t->data + r * row_bytes, out.data() + r * t->ne[0], t->ne[0]);
+    return out;
+}
+
 std::vector<float> Binder::rows_f32(const WeightView& w) const {
     std::vector<float> out(size_t(w.rows * w.cols));
     for (int64_t r = 0; r < w.rows; ++r) quant::dequantize_row(w.type, w.row(r), out.data() + r * w.cols, w.cols);
@@ -124,7 +139,8 @@ ModelWeights bind_weights(const gguf::ModelFile& file, const Hparams& hp, int fi
         const std::string p = "blk." + std::to_string(il) + ".";
         LayerWeights L;
         L.attn_norm = b.vec(p + "attn_norm.weight", E);
-        if (hp.is_mla()) bind_mla_attention(b, hp, p, L, w.owned_bytes);
+        if (hp.is_recurrent_layer(il)) bind_kda_attention(b, hp, p, L);
+        else if (hp.is_mla()) bind_mla_attention(b, hp, p, L, w.owned_bytes);
         else bind_gqa_attention(b, hp, p, L);
         L.ffn_norm = b.vec(p + "ffn_norm.weight", E);
         if (hp.is_moe_layer(il)) {
@@ -134,10 +150,12 @@ ModelWeights bind_weights(const gguf::ModelFile& file, const Hparams& hp, int fi
             L.w_up = b.matrix(p + "ffn_up.weight", E, F);      // [n_embd, n_ff]
             L.w_down = b.matrix(p + "ffn_down.weight", F, E);  // [n_ff, n_embd]
         }
+        if (hp.arch.attention == AttentionKind::kda_mla) bind_k3_extras(b, hp, il, p, L);
         w.layers.push_back(std::move(L));
     }
     if (w.last_stage) {
         w.output_norm = b.vec("output_norm.weight", E);
+        if (hp.attn_res_block > 0) w.output_res_score = b.vec("output_res_score.weight", E);
         if (file.find_tensor("output.weight")) {
             w.output = b.matrix("output.weight", E, V);    // [n_embd, n_vocab]
         } else {

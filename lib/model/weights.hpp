@@ -65,6 +65,23 @@ struct LayerWeights {
     WeightView wv_b;               // stack of n_head [C, v_head_dim]: latent -> value
     std::vector<uint8_t> k_b_owned;  // legacy files (attn_kv_b): wk_b built at load, float32
 
+    WeightView attn_gate;          // K3 MLA output gate [n_embd, n_head * v_head_dim] (optional)
+
+    // Kimi Delta Attention (recurrent layers; kimi_linear.md). D = n_head * dk; wq/wk/wv/wo above.
+    bool recurrent = false;
+    std::vector<float> conv_q, conv_k, conv_v;  // [D][K]: channel c's taps at c*K .. c*K+K-1
+    WeightView f_a;                // [n_embd, dk] decay gate, low rank
+    WeightView f_b;                // [dk, D]
+    std::vector<float> dt_bias;    // [D]
+    std::vector<float> ssm_a;      // [n_head]: -exp(A_log) as stored
+    WeightView w_beta;             // [n_embd, n_head]
+    WeightView g_a, g_b;           // Kimi-Linear output gate [n_embd, dk], [dk, D]
+    WeightView g_full;             // K3 output gate [n_embd, D]
+    std::vector<float> ssm_norm;   // [dk], shared by the heads
+
+    // K3 attention residuals: score vectors [n_embd] (attn_res.block_size > 0)
+    std::vector<float> attn_res_score, ffn_res_score;
+
     // Mixture of experts (layers from n_dense_lead on).
     bool moe = false;
     WeightView gate_inp;           // [n_embd, n_expert] router
@@ -73,6 +90,9 @@ struct LayerWeights {
     WeightView down_exps;          // stack of n_expert [n_ff_exp, n_embd]
     WeightView gate_shexp, up_shexp;  // [n_embd, n_ff_exp * n_shared] (n_shared > 0)
     WeightView down_shexp;         // [n_ff_exp * n_shared, n_embd]
+    WeightView routed_down;        // K3 latent experts: [n_embd, L]
+    WeightView routed_up;          // [L, n_embd]
+    std::vector<float> routed_norm;  // [L], optional
 };
 
 struct ModelWeights {
@@ -85,6 +105,7 @@ struct ModelWeights {
     std::vector<float> output_norm; // [n_embd]; last stage
     WeightView output;              // [n_embd, n_vocab]; last stage (token_embd when tied)
     bool tied_output = false;
+    std::vector<float> output_res_score;  // K3 attention residuals, last stage
     uint64_t mapped_bytes = 0;      // bytes of every distinct tensor bound (what the stage touches)
     uint64_t owned_bytes = 0;       // bytes built at load (legacy MLA k_b), held in memory
 };

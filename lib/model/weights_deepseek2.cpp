@@ -77,6 +77,10 @@ void bind_mla_attention(Binder& b, const Hparams& hp, const std::string& p, Laye
         L.wk_b = b.stack(p + "attn_k_b.weight", m.qk_nope, C, H);
         L.wv_b = b.stack(p + "attn_v_b.weight", C, m.v_head_dim, H);
     } else if (b.has(p + "attn_kv_b.weight")) {
+        if (hp.arch.attention != AttentionKind::mla)  // kimi_linear.md, "Legacy-form caveat"
+            fail(Status::unsupported, "tensor '" + p + "attn_kv_b.weight': legacy-form MLA is not supported for " +
+                                          hp.arch.name + " (llama.cpp's graph and the HF model order its key parts "
+                                          "differently); convert the model again to get attn_k_b / attn_v_b");
         bind_legacy_kv_b(b, hp, p, L, owned_bytes);
     } else {
         fail(Status::format, "tensors '" + p + "attn_k_b.weight' and '" + p + "attn_v_b.weight' (or the legacy '" + p +
@@ -97,9 +101,10 @@ void bind_moe_ffn(Binder& b, const Hparams& hp, const std::string& p, LayerWeigh
     L.moe = true;
     L.gate_inp = b.matrix(p + "ffn_gate_inp.weight", E, e.n_expert);
     L.exp_probs_b = b.vec(p + "exp_probs_b.bias", e.n_expert, /*required=*/false);
-    L.gate_exps = b.stack(p + "ffn_gate_exps.weight", E, e.n_ff_exp, e.n_expert);
-    L.up_exps = b.stack(p + "ffn_up_exps.weight", E, e.n_ff_exp, e.n_expert);
-    L.down_exps = b.stack(p + "ffn_down_exps.weight", e.n_ff_exp, E, e.n_expert);
+    const int64_t Le = e.latent > 0 ? e.latent : E;  // K3: experts run in the latent width
+    L.gate_exps = b.stack(p + "ffn_gate_exps.weight", Le, e.n_ff_exp, e.n_expert);
+    L.up_exps = b.stack(p + "ffn_up_exps.weight", Le, e.n_ff_exp, e.n_expert);
+    L.down_exps = b.stack(p + "ffn_down_exps.weight", e.n_ff_exp, Le, e.n_expert);
     if (e.n_expert_shared > 0) {
         const int64_t F = e.n_ff_exp * e.n_expert_shared;
         L.gate_shexp = b.matrix(p + "ffn_gate_shexp.weight", E, F);

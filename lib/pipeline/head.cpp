@@ -548,10 +548,10 @@ std::string Head::plan() const {
     std::string text = "stage 0 (head, layers " + std::to_string(m.plan[0].first) + ":" +
                        std::to_string(m.plan[0].second) + "): " + m.ctx->plan().describe();
     // A worker's KV bytes per token are not in stage_ready: computed here from the model.
-    const uint64_t kv_per_layer = exec::kv_bytes_per_position_layer(m.hp, m.options.context.kv_type);
     for (const auto& link : m.links) {
         const auto& r = link->ready;
-        const uint64_t kv_per_token = kv_per_layer * uint64_t(link->layers.second - link->layers.first);
+        const uint64_t kv_per_token =
+            exec::kv_bytes_per_position_range(m.hp, m.options.context.kv_type, link->layers.first, link->layers.second);
         text += "\n" + link->name() + ": weights " + std::to_string(r.weight_bytes) + " B, KV cache " +
                 std::to_string(r.kv_bytes) + " B (" + std::to_string(kv_per_token) + " B/token), scratch " +
                 std::to_string(r.scratch_bytes) + " B, total " +

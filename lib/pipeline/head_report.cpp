@@ -41,7 +41,6 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
                       {"memory", memory(hp.weight_bytes, hp.kv_bytes, hp.kv_bytes_per_position, hp.scratch_bytes,
                                         hp.total_bytes, hp.budget_bytes)}});
     // stage_ready carries no per-token figure: the head computes a worker's from the model.
-    const uint64_t kv_per_layer = exec::kv_bytes_per_position_layer(head.hparams(), options.context.kv_type);
     for (const auto& link : links) {
         const auto& r = link->ready;
         const auto& info = link->info;
@@ -52,7 +51,9 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
              {"address", link->endpoint.to_string()},
              {"layers", {link->layers.first, link->layers.second}},
              {"memory",
-              memory(r.weight_bytes, r.kv_bytes, kv_per_layer * uint64_t(link->layers.second - link->layers.first),
+              memory(r.weight_bytes, r.kv_bytes,
+                     exec::kv_bytes_per_position_range(head.hparams(), options.context.kv_type, link->layers.first,
+                                                       link->layers.second),
                      r.scratch_bytes, r.total_bytes, r.budget_bytes)},
              {"reported",
               {{"available_memory_bytes", info.available_memory},

@@ -111,9 +111,10 @@ LayerCosts weight_costs(const gguf::ModelFile& file) {
 
 LayerCosts layer_costs(const gguf::ModelFile& file, int64_t n_ctx, exec::KvType kv_type) {
     LayerCosts c = weight_costs(file);
-    const uint64_t kv_per_layer =
-        exec::kv_bytes_per_position_layer(model::read_hparams(file), kv_type) * uint64_t(n_ctx);
-    for (auto& b : c.layer_bytes) b += kv_per_layer;
+    const model::Hparams hp = model::read_hparams(file);
+    for (size_t il = 0; il < c.layer_bytes.size(); ++il)
+        c.layer_bytes[il] += exec::kv_bytes_per_position_layer(hp, kv_type, int64_t(il)) * uint64_t(n_ctx) +
+                             exec::state_bytes_range(hp, int64_t(il), int64_t(il) + 1);
     return c;
 }
 

@@ -243,7 +243,7 @@ TEST_CASE("deepseek2 hyperparameters: MLA form, YaRN temperature, MoE keys") {
     CHECK(w.layers[1].gate_exps.n_mats == 4);
     CHECK(w.layers[0].wk_b.n_mats == 2);
     CHECK(w.owned_bytes == 0);
-    CHECK(exec::kv_bytes_per_position_layer(hp, exec::KvType::f16) == (32 + 32) * 2);
+    CHECK(exec::kv_bytes_per_position_layer(hp, exec::KvType::f16, 0) == (32 + 32) * 2);
 }
 
 TEST_CASE("deepseek2 legacy kv_b files build k_b at load and view v_b in place") {

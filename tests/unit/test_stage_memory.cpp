@@ -170,7 +170,7 @@ TEST_CASE("stage plan: a Context plans exactly the figures of stage_plan_inputs 
                 CHECK(ctx.plan().scratch_bytes == want.scratch_bytes);
                 CHECK(ctx.plan().total_bytes == want.total_bytes);
                 CHECK(ctx.plan().kv_bytes_per_position ==
-                      uint64_t(r.second - r.first) * exec::kv_bytes_per_position_layer(hp, kv));
+                      exec::kv_bytes_per_position_range(hp, kv, r.first, r.second));
             }
     }
 }

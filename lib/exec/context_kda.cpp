@@ -1,0 +1,128 @@
+// Kimi Delta Attention (lib/model/kimi_linear.md, "KDA, step by step"), the step form for prefill
+// and decode alike: projections, the short causal convolution with its rolling window, then per
+// head and token in order the L2-normalized q and k, the per-channel decay, the gated delta-rule
+// update of the dk x dk state and the read after it, the normed and gated output. Heads run in
+// parallel; each token is computed the same way whatever the batch, so one-token decode
+// reproduces prefill exactly.
+#include <cmath>
+
+#include "exec/context.hpp"
+#include "exec/context_scratch.hpp"
+#include "exec/ops.hpp"
+
+namespace strata::exec {
+
+namespace {
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// Depthwise causal conv of n tokens of one stream in place (x: [n][D]), then SiLU. window:
+// [D][K-1] the previous inputs of each channel, oldest first, advanced past these tokens.
+void causal_conv_silu(float* x, int64_t n, int64_t D, const float* w, int64_t K, float* window) {
+    const int64_t taps = K - 1;
+    for (int64_t t = 0; t < n; ++t) {
+        float* row = x + t * D;
+        for (int64_t c = 0; c < D; ++c) {
+            float* win = window + c * taps;
+            const float* wc = w + c * K;
+            float acc = wc[taps] * row[c];  // tap K-1 multiplies the current token
+            for (int64_t j = 0; j < taps; ++j) acc += wc[j] * win[j];
+            for (int64_t j = 0; j + 1 < taps; ++j) win[j] = win[j + 1];
+            if (taps > 0) win[taps - 1] = row[c];
+            row[c] = acc / (1.0f + std::exp(-acc));
+        }
+    }
+}
+
+void l2_normalize(float* v, int64_t n, double eps) {
+    double ss = 0.0;
+    for (int64_t i = 0; i < n; ++i) ss += double(v[i]) * double(v[i]);
+    const float inv = float(1.0 / std::max(std::sqrt(ss), eps));
+    for (int64_t i = 0; i < n; ++i) v[i] *= inv;
+}
+
+}  // namespace
+
+void Context::attention_kda(int64_t li, int64_t n) {
+    const model::LayerWeights& L = w_.layers[size_t(li)];
+    const model::KdaParams& k = hp_.kda;
+    const int64_t D = hp_.kda_width(), dk = k.head_dim, K = k.conv_kernel;
+    Scratch& s = *s_;
+    const int64_t slot = kda_slot_[size_t(li)];
+
+    // Every projection of the normed input in one dispatch, then the second low-rank halves.
+    const float* xn = s.xn.data();
+    std::vector<MatmulJob>& jobs = s.jobs;
+    jobs.clear();
+    jobs.push_back({&L.wq, xn, n, s.kq.data()});
+    jobs.push_back({&L.wk, xn, n, s.kk.data()});
+    jobs.push_back({&L.wv, xn, n, s.kv.data()});
+    jobs.push_back({&L.w_beta, xn, n, s.kbeta.data()});
+    jobs.push_back({&L.f_a, xn, n, s.klow.data()});
+    if (L.g_full.present()) jobs.push_back({&L.g_full, xn, n, s.kgate.data()});
+    backend_->matmul_many(jobs);
+    backend_->matmul(L.f_b, s.klow.data(), n, s.kz.data());
+    if (!L.g_full.present()) {
+        backend_->matmul(L.g_a, xn, n, s.klow.data());
+        backend_->matmul(L.g_b, s.klow.data(), n, s.kgate.data());
+    }
+    causal_conv_silu(s.kq.data(), n, D, L.conv_q.data(), K, kda_.conv(slot, 0));
+    causal_conv_silu(s.kk.data(), n, D, L.conv_k.data(), K, kda_.conv(slot, 1));
+    causal_conv_silu(s.kv.data(), n, D, L.conv_v.data(), K, kda_.conv(slot, 2));
+    (void)dk;
+    kda_heads(li, n);
+    backend_->matmul(L.wo, s.attn.data(), n, s.proj.data());
+}
+
+void Context::kda_heads(int64_t li, int64_t n) {
+    const model::LayerWeights& L = w_.layers[size_t(li)];
+    const model::KdaParams& k = hp_.kda;
+    const int64_t H = hp_.n_head, dk = k.head_dim, D = hp_.kda_width();
+    const int64_t slot = kda_slot_[size_t(li)];
+    const float q_scale = float(1.0 / std::sqrt(double(dk)));
+    const double eps = hp_.rms_eps;
+    Scratch& s = *s_;
+    backend_->parallel_for(H, [&](int64_t begin, int64_t end) {
+        std::vector<float> alpha(static_cast<size_t>(dk)), u(static_cast<size_t>(dk)), o(static_cast<size_t>(dk));
+        for (int64_t h = begin; h < end; ++h) {
+            float* S = kda_.state(slot, h);  // S[i * dk + j]: key channel i, value channel j
+            const float a = L.ssm_a[size_t(h)];  // -exp(A_log)
+            for (int64_t t = 0; t < n; ++t) {
+                float* q = s.kq.data() + t * D + h * dk;
+                float* kk = s.kk.data() + t * D + h * dk;
+                const float* v = s.kv.data() + t * D + h * dk;
+                const float* z = s.kz.data() + t * D + h * dk;
+                const float* dt = L.dt_bias.data() + h * dk;
+                l2_normalize(q, dk, eps);
+                l2_normalize(kk, dk, eps);
+                for (int64_t i = 0; i < dk; ++i) q[i] *= q_scale;
+                for (int64_t i = 0; i < dk; ++i) {
+                    const float zi = z[i] + dt[i];
+                    const float g = k.lower_bound_gate ? float(k.gate_lower_bound) * sigmoid(-a * zi) : a * softplus(zi);
+                    alpha[size_t(i)] = std::exp(g);
+                }
+                const float beta = sigmoid(s.kbeta[size_t(t * H + h)]);
+                // Decay the key rows, then the delta rule against the decayed state.
+                for (int64_t i = 0; i < dk; ++i)
+                    for (int64_t j = 0; j < dk; ++j) S[i * dk + j] *= alpha[size_t(i)];
+                for (int64_t j = 0; j < dk; ++j) u[size_t(j)] = 0.0f;
+                for (int64_t i = 0; i < dk; ++i)
+                    for (int64_t j = 0; j < dk; ++j) u[size_t(j)] += S[i * dk + j] * kk[i];
+                for (int64_t j = 0; j < dk; ++j) u[size_t(j)] = beta * (v[j] - u[size_t(j)]);
+                for (int64_t i = 0; i < dk; ++i)
+                    for (int64_t j = 0; j < dk; ++j) S[i * dk + j] += kk[i] * u[size_t(j)];
+                // Read after the update, then the per-head norm and the sigmoid gate.
+                for (int64_t j = 0; j < dk; ++j) o[size_t(j)] = 0.0f;
+                for (int64_t i = 0; i < dk; ++i)
+                    for (int64_t j = 0; j < dk; ++j) o[size_t(j)] += S[i * dk + j] * q[i];
+                float* y = s.attn.data() + t * D + h * dk;
+                rms_norm(o.data(), L.ssm_norm.data(), dk, eps, y);
+                const float* gate = s.kgate.data() + t * D + h * dk;
+                for (int64_t j = 0; j < dk; ++j) y[j] *= sigmoid(gate[j]);
+            }
+        }
+    });
+}
+
+}  // namespace strata::exec

@@ -1,0 +1,55 @@
+// K3's FFN activation and attention residuals (lib/model/kimi_linear.md).
+#include <cmath>
+
+#include "exec/context.hpp"
+#include "exec/context_scratch.hpp"
+#include "exec/ops.hpp"
+
+namespace strata::exec {
+
+int64_t Context::max_bank() const {
+    const int64_t B = hp_.attn_res_block;
+    return B > 0 ? (hp_.n_layer + B - 1) / B : 0;
+}
+
+// SwiGLU, or SiTU: beta tanh(g/beta) sigmoid(g) * (lin > 0 ? lin tanh(u/lin) : u).
+void Context::activate(float* gate, const float* up, int64_t n) const {
+    const double beta = hp_.moe.situ_beta, lin = hp_.moe.situ_linear_beta;
+    if (beta <= 0.0) {
+        swiglu(gate, up, n);
+        return;
+    }
+    const float b = float(beta), l = float(lin);
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        const float u = l > 0.0f ? l * std::tanh(up[i] / l) : up[i];
+        gate[i] = b * std::tanh(g / b) / (1.0f + std::exp(-g)) * u;
+    }
+}
+
+// Per token: scores = rms_norm(entry) . w over the banked checkpoints and x, softmax, mix.
+void Context::attn_res_mix(const float* x, const float* w, int64_t n, float* out) {
+    const int64_t E = hp_.n_embd, M = max_bank();
+    std::vector<float> score(size_t(n_bank_ + 1));
+    auto rms_dot = [&](const float* v) {
+        double ss = 0.0, dot = 0.0;
+        for (int64_t c = 0; c < E; ++c) {
+            ss += double(v[c]) * double(v[c]);
+            dot += double(v[c]) * double(w[c]);
+        }
+        return float(dot / std::sqrt(ss / double(E) + hp_.rms_eps));
+    };
+    for (int64_t t = 0; t < n; ++t) {
+        const float* xt = x + t * E;
+        const float* bank = s_->bank.data() + t * M * E;
+        for (int64_t j = 0; j < n_bank_; ++j) score[size_t(j)] = rms_dot(bank + j * E);
+        score[size_t(n_bank_)] = rms_dot(xt);
+        softmax(score.data(), n_bank_ + 1);
+        float* o = out + t * E;
+        for (int64_t c = 0; c < E; ++c) o[c] = score[size_t(n_bank_)] * xt[c];
+        for (int64_t j = 0; j < n_bank_; ++j)
+            for (int64_t c = 0; c < E; ++c) o[c] += score[size_t(j)] * bank[j * E + c];
+    }
+}
+
+}  // namespace strata::exec
