@@ -33,6 +33,8 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
     w_ = model::bind_weights(file, hp_, params.first_layer, last);
     n_ctx_ = params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(hp_.n_ctx_train, 4096);
     n_batch_ = std::min(params.n_batch, n_ctx_);
+    if (params.kda_chunk < 0) fail(Status::invalid_argument, "kda_chunk must be >= 0 (0: the step form)");
+    kda_chunk_ = params.kda_chunk;
     backend_ = std::make_unique<CpuBackend>(params.n_threads);
 
     // Plan before allocating anything sizeable (stage_memory.hpp, shared with the plan query). The

@@ -45,6 +45,8 @@ struct ContextParams {
     int last_layer = -1;         // -1: all layers
     uint64_t memory_budget = 0;  // 0: MemAvailable
     int64_t n_batch = 512;       // micro-batch: longer inputs run in chunks of this many tokens
+    int64_t kda_chunk = 0;       // KDA layers: > 0 runs multi-token inputs in the chunked form with
+                                 // chunks of this many tokens; 0: the step form everywhere
 };
 
 class Context {
@@ -112,7 +114,8 @@ private:
     LatentCache latent_;  // mla
     KdaState kda_;        // recurrent (KDA) layers
     std::vector<int64_t> mla_slot_, kda_slot_;  // stage layer -> its slot in latent_ / kda_ (-1: none)
-    int64_t n_bank_ = 0;  // attention residuals: checkpoints banked so far in this micro-batch
+    int64_t n_bank_ = 0;
+    int64_t kda_chunk_ = 0;  // attention residuals: checkpoints banked so far in this micro-batch
     MemoryPlan plan_;
     int64_t n_ctx_ = 0;
     int64_t n_batch_ = 0;

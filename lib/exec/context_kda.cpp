@@ -1,13 +1,16 @@
-// Kimi Delta Attention (lib/model/kimi_linear.md, "KDA, step by step"), the step form for prefill
-// and decode alike: projections, the short causal convolution with its rolling window, then per
-// head and token in order the L2-normalized q and k, the per-channel decay, the gated delta-rule
-// update of the dk x dk state and the read after it, the normed and gated output. Heads run in
-// parallel; each token is computed the same way whatever the batch, so one-token decode
-// reproduces prefill exactly.
+// Kimi Delta Attention (lib/model/kimi_linear.md, "KDA, step by step"): projections, the short
+// causal convolution with its rolling window, then per head the L2-normalized q and k, the
+// per-channel decay, the gated delta rule over the dk x dk state (kda_recurrence.hpp), the normed
+// and gated output. Heads run in parallel. The step form (the default) computes each token the
+// same way whatever the batch, so one-token decode reproduces prefill exactly; with
+// ContextParams::kda_chunk > 0 a prefill of several tokens uses the chunked form instead, equal
+// up to float rounding.
+#include <algorithm>
 #include <cmath>
 
 #include "exec/context.hpp"
 #include "exec/context_scratch.hpp"
+#include "exec/kda_recurrence.hpp"
 #include "exec/ops.hpp"
 
 namespace strata::exec {
@@ -82,42 +85,46 @@ void Context::kda_heads(int64_t li, int64_t n) {
     const int64_t slot = kda_slot_[size_t(li)];
     const float q_scale = float(1.0 / std::sqrt(double(dk)));
     const double eps = hp_.rms_eps;
+    const bool chunked = kda_chunk_ > 0 && n > 1;
     Scratch& s = *s_;
     backend_->parallel_for(H, [&](int64_t begin, int64_t end) {
-        std::vector<float> alpha(static_cast<size_t>(dk)), u(static_cast<size_t>(dk)), o(static_cast<size_t>(dk));
+        // One head's tokens as contiguous rows: q, k, v, log decay g, beta, output.
+        std::vector<float> q(static_cast<size_t>(n * dk)), kk(q.size()), v(q.size()), g(q.size()), o(q.size());
+        std::vector<float> beta(static_cast<size_t>(n)), work;
         for (int64_t h = begin; h < end; ++h) {
-            float* S = kda_.state(slot, h);  // S[i * dk + j]: key channel i, value channel j
             const float a = L.ssm_a[size_t(h)];  // -exp(A_log)
             for (int64_t t = 0; t < n; ++t) {
-                float* q = s.kq.data() + t * D + h * dk;
-                float* kk = s.kk.data() + t * D + h * dk;
-                const float* v = s.kv.data() + t * D + h * dk;
-                const float* z = s.kz.data() + t * D + h * dk;
-                const float* dt = L.dt_bias.data() + h * dk;
-                l2_normalize(q, dk, eps);
-                l2_normalize(kk, dk, eps);
-                for (int64_t i = 0; i < dk; ++i) q[i] *= q_scale;
+                const size_t src = size_t(t * D + h * dk), dst = size_t(t * dk);
+                std::copy(s.kq.begin() + src, s.kq.begin() + src + dk, q.begin() + dst);
+                std::copy(s.kk.begin() + src, s.kk.begin() + src + dk, kk.begin() + dst);
+                std::copy(s.kv.begin() + src, s.kv.begin() + src + dk, v.begin() + dst);
+                l2_normalize(q.data() + dst, dk, eps);
+                l2_normalize(kk.data() + dst, dk, eps);
+                for (int64_t i = 0; i < dk; ++i) q[dst + size_t(i)] *= q_scale;
                 for (int64_t i = 0; i < dk; ++i) {
-                    const float zi = z[i] + dt[i];
-                    const float g = k.lower_bound_gate ? float(k.gate_lower_bound) * sigmoid(-a * zi) : a * softplus(zi);
-                    alpha[size_t(i)] = std::exp(g);
+                    const float zi = s.kz[src + size_t(i)] + L.dt_bias[size_t(h * dk + i)];
+                    g[dst + size_t(i)] = k.lower_bound_gate ? float(k.gate_lower_bound) * sigmoid(-a * zi) : a * softplus(zi);
                 }
-                const float beta = sigmoid(s.kbeta[size_t(t * H + h)]);
-                // Decay the key rows, then the delta rule against the decayed state.
-                for (int64_t i = 0; i < dk; ++i)
-                    for (int64_t j = 0; j < dk; ++j) S[i * dk + j] *= alpha[size_t(i)];
-                for (int64_t j = 0; j < dk; ++j) u[size_t(j)] = 0.0f;
-                for (int64_t i = 0; i < dk; ++i)
-                    for (int64_t j = 0; j < dk; ++j) u[size_t(j)] += S[i * dk + j] * kk[i];
-                for (int64_t j = 0; j < dk; ++j) u[size_t(j)] = beta * (v[j] - u[size_t(j)]);
-                for (int64_t i = 0; i < dk; ++i)
-                    for (int64_t j = 0; j < dk; ++j) S[i * dk + j] += kk[i] * u[size_t(j)];
-                // Read after the update, then the per-head norm and the sigmoid gate.
-                for (int64_t j = 0; j < dk; ++j) o[size_t(j)] = 0.0f;
-                for (int64_t i = 0; i < dk; ++i)
-                    for (int64_t j = 0; j < dk; ++j) o[size_t(j)] += S[i * dk + j] * q[i];
+                beta[size_t(t)] = sigmoid(s.kbeta[size_t(t * H + h)]);
+            }
+            float* S = kda_.state(slot, h);
+            if (chunked) {
+                for (int64_t c0 = 0; c0 < n; c0 += kda_chunk_) {
+                    const int64_t m = std::min(kda_chunk_, n - c0);
+                    const size_t off = size_t(c0 * dk);
+                    kda_chunk(S, dk, m, q.data() + off, kk.data() + off, v.data() + off, g.data() + off,
+                              beta.data() + c0, o.data() + off, work);
+                }
+            } else {
+                for (int64_t t = 0; t < n; ++t) {
+                    const size_t off = size_t(t * dk);
+                    kda_step(S, dk, q.data() + off, kk.data() + off, v.data() + off, g.data() + off, beta[size_t(t)],
+                             o.data() + off);
+                }
+            }
+            for (int64_t t = 0; t < n; ++t) {  // the per-head norm and the sigmoid gate
                 float* y = s.attn.data() + t * D + h * dk;
-                rms_norm(o.data(), L.ssm_norm.data(), dk, eps, y);
+                rms_norm(o.data() + t * dk, L.ssm_norm.data(), dk, eps, y);
                 const float* gate = s.kgate.data() + t * D + h * dk;
                 for (int64_t j = 0; j < dk; ++j) y[j] *= sigmoid(gate[j]);
             }
