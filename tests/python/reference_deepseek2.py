@@ -27,7 +27,13 @@ RoPE / scale: plain RoPE (freq_base) unless rope.scaling.type is "yarn": ggml's 
 rope.scaling.original_context_length) with rotation magnitude 1; then
     mscale = 1 + yarn_log_multiplier * ln(factor),  kq_scale = mscale^2 / sqrt(nope + R)
 (without yarn kq_scale = 1/sqrt(nope + R)). "linear" scaling (or a factor != 1 without yarn)
-raises ValueError, as strata refuses it.
+raises ValueError, as strata refuses it. Two places where this (the spec) and llama.cpp part,
+measured with llama-cpp-python 0.3.36: llama.cpp ignores rope.scaling.yarn_beta_fast/_slow in a
+deepseek2 file (it always uses 32 / 1; Kimi K2's own config says 1 / 1), and with yarn but a
+yarn_log_multiplier of 0 or none it rotates with magnitude 1 + 0.1 ln(factor) and scales by
+(1 + 0.1 ln(factor))^2 / sqrt(nope + R). Elsewhere (MLA and legacy forms, attn_q, softmax and
+sigmoid gating, groups, bias, YaRN with log_mul 0.1) this reference and llama.cpp agree to a
+relative RMS of 2e-4 .. 7e-4 on synthetic files (llama.cpp rounds q to f16 for its f16 cache).
 
 MoE (llama.cpp build_moe_ffn): logits = W_gate_inp h; probs = softmax or sigmoid
 (expert_gating_func 1/0: softmax, 2: sigmoid); sel = probs + exp_probs_b (the bias only chooses);
@@ -46,6 +52,15 @@ of a dropped group is kept out by the group gap, so it enters only through that 
 when the model has no MoE layer (or nothing is left unchosen). Rows whose margin is below the
 activation noise of the implementation under test can route differently in two correct
 implementations; tests judge them apart (DESIGN.md, "Comparing logits").
+
+Following another implementation through near ties: every routing is recorded in
+``self.events[(position, layer)] = (margin, chosen, alternative)``, where alternative is the
+choice on the other side of the smallest margin (see route()); ``self.force[(position, layer)]
+= experts`` makes the reference use those experts there instead of its own choice (weights
+still from its own probabilities); snapshot()/restore() rewind the cache. A test can so run the
+reference token by token and, at a near tie only, take the routing the other implementation's
+row supports, so that one legitimately different choice does not spill into later rows through
+the cache.
 
 Use ReferenceDeepseek2(path).forward(tokens) incrementally (the latent cache persists between
 calls; reset() clears it) or .full(tokens) for a fresh run; both return the logits of every
@@ -69,38 +84,56 @@ def silu(x: np.ndarray) -> np.ndarray:
     return x / (1.0 + np.exp(-x))
 
 
+def _top(masked: np.ndarray, n_used: int) -> np.ndarray:
+    return np.argsort(-masked, kind="stable")[:n_used]  # ties: the lower index
+
+
 def route(probs: np.ndarray, bias: Optional[np.ndarray], n_used: int, n_group: int = 0,
-          n_group_used: int = 0) -> tuple[np.ndarray, float]:
+          n_group_used: int = 0, alternative: bool = False) -> tuple:
     """One token's expert choice as llama.cpp's build_moe_ffn makes it.
 
     probs: (n_expert,) gating probabilities (softmax or sigmoid of the router logits);
     bias: the optional exp_probs_b, added for the choice only. Returns (chosen expert indices in
-    order of decreasing sel, margin) where margin is as the module docstring says."""
+    order of decreasing sel, margin) where margin is as the module docstring says; with
+    alternative=True also the choice on the other side of that margin (the last chosen expert
+    swapped for the best unchosen eligible one, or, when the group gap is the smaller margin,
+    the choice with the last kept group swapped for the best dropped one), None when the
+    margin is +inf."""
     probs = np.asarray(probs, dtype=np.float64)
     n_expert = probs.shape[0]
     sel = probs + (0.0 if bias is None else np.asarray(bias, dtype=np.float64))
+    group_gap, alt_groups, per = math.inf, None, n_expert
     eligible = np.ones(n_expert, dtype=bool)
-    margin = math.inf
     if n_group > 1 and n_group_used < n_group:
         per = n_expert // n_group
         if per * n_group != n_expert or per < 2:
             raise ValueError(f"reference: {n_expert} experts do not split into {n_group} groups of >= 2")
-        top2 = -np.sort(-sel.reshape(n_group, per), axis=1)[:, :2]
-        gscore = top2.sum(axis=1)
+        gscore = (-np.sort(-sel.reshape(n_group, per), axis=1)[:, :2]).sum(axis=1)  # two largest sel
         gorder = np.argsort(-gscore, kind="stable")  # ties: the lower group index
-        kept = gorder[:n_group_used]
-        margin = float(gscore[gorder[n_group_used - 1]] - gscore[gorder[n_group_used]])
+        group_gap = float(gscore[gorder[n_group_used - 1]] - gscore[gorder[n_group_used]])
+        alt_groups = list(gorder[:n_group_used - 1]) + [gorder[n_group_used]]
         eligible[:] = False
-        for g in kept:
+        for g in gorder[:n_group_used]:
             eligible[g * per:(g + 1) * per] = True
     if n_used > int(eligible.sum()):
         raise ValueError(f"reference: {n_used} experts used but only {int(eligible.sum())} eligible")
     masked = np.where(eligible, sel, -np.inf)
-    order = np.argsort(-masked, kind="stable")  # ties: the lower index
+    order = np.argsort(-masked, kind="stable")
     chosen = order[:n_used]
-    if int(eligible.sum()) > n_used:
-        margin = min(margin, float(masked[order[n_used - 1]] - masked[order[n_used]]))
-    return chosen, margin
+    expert_gap = float(masked[order[n_used - 1]] - masked[order[n_used]]) if eligible.sum() > n_used else math.inf
+    margin = min(group_gap, expert_gap)
+    if not alternative:
+        return chosen, margin
+    alt = None
+    if margin < math.inf:
+        if group_gap < expert_gap:
+            ok = np.zeros(n_expert, dtype=bool)
+            for g in alt_groups:
+                ok[g * per:(g + 1) * per] = True
+            alt = _top(np.where(ok, sel, -np.inf), n_used)
+        else:
+            alt = np.concatenate([chosen[:-1], order[n_used:n_used + 1]])
+    return chosen, margin, alt
 
 
 class ReferenceDeepseek2:
@@ -232,38 +265,56 @@ class ReferenceDeepseek2:
                                                               w.get(p + "ffn_down_shexp.weight"))
             self.layers.append(L)
         self.has_moe = any(L["moe"] for L in self.layers)
+        self.force: dict[tuple[int, int], Any] = {}
         self.reset()
 
     def reset(self) -> None:
         self.c_cache = [np.zeros((0, self.kv_lora)) for _ in range(self.n_layer)]
         self.kpe_cache = [np.zeros((0, self.n_rot)) for _ in range(self.n_layer)]
+        # the decompressed keys and values of the cached latents, k_b[h]^T c and v_b[h] c
+        self.k_cache = [np.zeros((0, self.n_head, self.nope)) for _ in range(self.n_layer)]
+        self.v_cache = [np.zeros((0, self.n_head, self.v_dim)) for _ in range(self.n_layer)]
         self.n_past = 0
         self.margins: list[float] = []
+        self.events: dict[tuple[int, int], tuple[float, np.ndarray, Optional[np.ndarray]]] = {}
         self.trace: list[dict[str, Any]] = []
+
+    def snapshot(self) -> tuple:
+        """The state forward() extends (caches, positions, margins, events), for restore()."""
+        return (list(self.c_cache), list(self.kpe_cache), list(self.k_cache), list(self.v_cache), self.n_past,
+                len(self.margins), dict(self.events), len(self.trace))
+
+    def restore(self, state: tuple) -> None:
+        """Back to a snapshot(): the cache and everything recorded since are dropped."""
+        c, kpe, k, v, self.n_past, n_margins, events, n_trace = state
+        self.c_cache, self.kpe_cache, self.k_cache, self.v_cache = list(c), list(kpe), list(k), list(v)
+        self.events = dict(events)
+        del self.margins[n_margins:]
+        del self.trace[n_trace:]
 
     # -- attention ---------------------------------------------------------------------------
 
-    def attend(self, L: dict, q_nope: np.ndarray, q_pe: np.ndarray, c_all: np.ndarray, kpe_all: np.ndarray,
-               pos: np.ndarray) -> np.ndarray:
-        """Decompressed multi-head attention of queries at positions pos over the cached latents.
-        q_nope (n, H, nope), q_pe (n, H, R) roped; c_all (T, C), kpe_all (T, R). Returns (n, H, v)."""
-        n, T = q_nope.shape[0], c_all.shape[0]
+    def attend(self, q_nope: np.ndarray, q_pe: np.ndarray, k_all: np.ndarray, kpe_all: np.ndarray,
+               v_all: np.ndarray, pos: np.ndarray) -> np.ndarray:
+        """Multi-head attention of queries at positions pos over the decompressed cache.
+        q_nope (n, H, nope), q_pe (n, H, R) roped; k_all (T, H, nope) = k_b[h]^T c, kpe_all (T, R)
+        (one rope key shared by the heads), v_all (T, H, v) = v_b[h] c. Returns (n, H, v)."""
+        n, T = q_nope.shape[0], k_all.shape[0]
         mask = np.arange(T)[None, :] > pos[:, None]  # key after query
         out = np.empty((n, self.n_head, self.v_dim))
         for h in range(self.n_head):
-            k_nope = c_all @ L["k_b"][h]       # (T, nope): k_b[h]^T c per position
-            v = c_all @ L["v_b"][h].T          # (T, v):    v_b[h] c per position
-            s = (q_nope[:, h, :] @ k_nope.T + q_pe[:, h, :] @ kpe_all.T) * self.kq_scale
+            s = (q_nope[:, h, :] @ k_all[:, h, :].T + q_pe[:, h, :] @ kpe_all.T) * self.kq_scale
             s = np.where(mask, -np.inf, s)
             s = np.exp(s - s.max(axis=1, keepdims=True))
             s /= s.sum(axis=1, keepdims=True)
-            out[:, h, :] = s @ v
+            out[:, h, :] = s @ v_all[:, h, :]
         return out
 
     # -- feed-forward ------------------------------------------------------------------------
 
-    def moe(self, L: dict, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Routed experts + shared experts for rows h (n, E); returns (output, per-row margins)."""
+    def moe(self, li: int, L: dict, h: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Routed experts + shared experts of layer li for rows h (n, E) at positions pos; returns
+        (output, per-row margins). Records every routing in self.events and obeys self.force."""
         n = h.shape[0]
         logits = h @ L["gate_inp"].T  # (n, n_expert)
         if self.gating == "sigmoid":
@@ -274,7 +325,12 @@ class ReferenceDeepseek2:
         out = np.zeros_like(h)
         margins = np.empty(n)
         for t in range(n):
-            chosen, margins[t] = route(probs[t], L["probs_b"], self.n_expert_used, self.n_group, self.n_group_used)
+            key = (int(pos[t]), li)
+            chosen, margins[t], alt = route(probs[t], L["probs_b"], self.n_expert_used, self.n_group,
+                                            self.n_group_used, alternative=True)
+            self.events[key] = (margins[t], chosen, alt)
+            if key in self.force:
+                chosen = np.asarray(self.force[key])
             wts = probs[t, chosen].copy()
             if self.weights_norm:
                 wts /= wts.sum()
@@ -317,14 +373,17 @@ class ReferenceDeepseek2:
                 k_pe = k_pe.astype(np.float16).astype(np.float64)
             c_all = self.c_cache[li] = np.concatenate([self.c_cache[li], c])
             kpe_all = self.kpe_cache[li] = np.concatenate([self.kpe_cache[li], k_pe])
-            att = self.attend(L, q_nope, q_pe, c_all, kpe_all, pos)
+            # decompress the new latents: per head k = k_b[h]^T c, v = v_b[h] c
+            k_all = self.k_cache[li] = np.concatenate([self.k_cache[li], np.einsum("tc,hcd->thd", c, L["k_b"])])
+            v_all = self.v_cache[li] = np.concatenate([self.v_cache[li], np.einsum("tc,hvc->thv", c, L["v_b"])])
+            att = self.attend(q_nope, q_pe, k_all, kpe_all, v_all, pos)
             if self.record:
                 self.trace.append({"layer": li, "pos": pos.copy(), "q_nope": q_nope.copy(), "q_pe": q_pe.copy(),
                                    "c": c_all.copy(), "k_pe": kpe_all.copy(), "out": att.copy()})
             x = x + att.reshape(n, H * self.v_dim) @ L["wo"].T
             h = rms_norm(x, self.eps) * L["ffn_norm"]
             if L["moe"]:
-                y, m = self.moe(L, h)
+                y, m = self.moe(li, L, h, pos)
                 margin = np.minimum(margin, m)
             else:
                 y = (silu(h @ L["gate"].T) * (h @ L["up"].T)) @ L["down"].T

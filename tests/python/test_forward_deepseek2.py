@@ -7,13 +7,22 @@ reference logits' RMS, ~1 here), max abs difference and argmax agreement over th
 bounds measured, not guessed. strata computes in float32 with an f16 latent cache, so the
 reference rounds the cached latent c and rope key k_pe to f16 (kv_round="f16").
 
-Near ties (DESIGN.md): a row whose reference routing margin (the smallest, over the MoE layers,
-of the last chosen expert's selection score minus the best unchosen one, and with groups the
-group-score gap) is below NEAR_TIE[wtype] can route differently under the implementation's
-activation noise and move by several units. Such rows are counted and printed, not judged by
-the strict bounds; the rest (at least MIN_JUDGED of the rows) are. For f32/f16 weights the
-threshold sits far above float32 noise (~1e-6 on a selection score) and there are essentially
-no such rows.
+Near ties (DESIGN.md): where the router's choice is closer to a tie than the implementation's
+activation noise (the routing margin: the last chosen expert's selection score minus the best
+unchosen one, and with groups the group-score gap), strata may legitimately choose the other
+experts, which moves that row by several units and, through the latent cache, the rows after
+it. So:
+- the reference runs token by token and, at a routing whose margin is below FOLLOW[wtype], takes
+  whichever of the two choices (its own or the alternative on the other side of the margin)
+  brings its row closer to strata's row; later rows then see the same cache as strata's. This
+  only ever swaps choices within FOLLOW of a tie: a routing bug elsewhere still shows;
+- rows whose smallest margin (over the MoE layers) is below NEAR_TIE[wtype] are counted and
+  printed, not judged by the strict bounds; the rest (at least MIN_JUDGED[wtype] of the rows)
+  are. For f32/f16 weights both thresholds sit far above float32 noise (~1e-6 on a selection
+  score): essentially no row is set apart.
+Measured without following (q8_0 / iq1_s weights, 20 seeds x 48 positions): strata chose the
+other experts at margins up to 0.006 (q8_0) and 0.0094 (iq1_s, maybe 0.015); such a flip moved
+its row by 1..3 and, unfollowed, later rows by up to 1.5 (a flip at position 0).
 """
 from __future__ import annotations
 
@@ -30,18 +39,31 @@ from reference_llama import GGUFWeights
 
 YARN = {"factor": 8.0, "orig_ctx": 64, "log_mul": 0.1, "beta_fast": 32.0, "beta_slow": 1.0}
 
-# wtype: (rel_rms, max_abs, min argmax agreement) over the judged (not near-tie) rows.
-# Measured: see MEASURED below; bounds ~3x the largest measured values.
+# wtype: (rel_rms, max_abs, min argmax agreement) over the judged rows; ~3x the largest measured.
+# Measured on the judged rows (logit RMS ~1), 12 random seeds of every strata test here plus
+# 20 seeds x 48 positions for q8_0 / iq1_s:
+#   f32   rel_rms 5.7e-6 .. 5.2e-5, max <= 4.7e-4 (yarn 300 positions, legacy), argmax 1.0
+#   f16   rel_rms 6.8e-6 .. 6.4e-5, max <= 3.7e-4, argmax 1.0
+#   q8_0  rel_rms 0.0174 .. 0.0195, max <= 0.096, argmax 1.0
+#   iq1_s rel_rms 0.0264 .. 0.0295, max <= 0.160, argmax 1.0 (48 and 200 positions)
+#   f32 weights with a q8_0 latent cache, against the exact-cache reference: rel_rms 0.0034 ..
+#   0.0039, max <= 0.032; against strata's f16-cache run before the first routing divergence:
+#   rel_rms 0.0036 .. 0.0079 (the higher values over 1..6 early rows), max <= 0.031.
+# (strata re-quantizes activations for q8_0 / iq1_s matmuls, the reference does not; the legacy
+# and MLA forms of the same weights give bit-identical strata logits.)
 BOUNDS = {
-    "f32": (1e-4, 1e-3, 1.0),
-    "f16": (1e-4, 1e-3, 1.0),
-    "q8_0": (0.03, 0.15, 0.9),
-    "iq1_s": (0.05, 0.25, 0.85),
+    "f32": (2e-4, 1.5e-3, 1.0),
+    "f16": (2e-4, 1.5e-3, 1.0),
+    "q8_0": (0.06, 0.3, 0.9),
+    "iq1_s": (0.09, 0.5, 0.85),
+    "kv_q8_0": (0.025, 0.1, 0.95),  # f32 weights, q8_0 latent cache
 }
-# Routing margins below these are near ties (in selection-score units; a selection score is a
-# sigmoid or softmax probability, ~0.03 median margin on these models).
-NEAR_TIE = {"f32": 1e-4, "f16": 1e-4, "q8_0": 5e-3, "iq1_s": 1e-2}
-MIN_JUDGED = 0.6
+# Selection-score margins (a sigmoid or softmax probability; the median row margin here is ~0.03).
+FOLLOW = {"f32": 1e-3, "f16": 1e-3, "q8_0": 0.02, "iq1_s": 0.03, "kv_q8_0": 0.01}
+NEAR_TIE = {"f32": 1e-4, "f16": 1e-4, "q8_0": 0.01, "iq1_s": 0.015, "kv_q8_0": 5e-3}
+# Judged fraction measured at these thresholds: q8_0 >= 0.69, iq1_s >= 0.62, kv_q8_0 >= 0.86;
+# f32/f16 >= 0.96 (no alternative was ever taken for them).
+MIN_JUDGED = {"f32": 0.9, "f16": 0.9, "q8_0": 0.5, "iq1_s": 0.5, "kv_q8_0": 0.7}
 
 
 def _model(tmp_path, seed, name="m.gguf", **kw) -> str:
@@ -57,21 +79,60 @@ def _strata(path: str, toks, n_ctx: int, kv_type: str = "f16") -> np.ndarray:
     return got
 
 
-def _judge(got: np.ndarray, want: np.ndarray, margins, wtype: str, what: str) -> dict:
-    """The strict bounds on the rows whose routing margin is not a near tie; prints the others."""
-    margins = np.asarray(margins, dtype=np.float64)
+def _follow(ref: ReferenceDeepseek2, toks, got: np.ndarray, follow: float) -> tuple[np.ndarray, int]:
+    """The reference's rows for toks, run token by token; at each routing of row p whose margin
+    is below ``follow`` (in layer order), the choice (the reference's or the alternative) that
+    brings row p closer to got[p] is kept. Returns (rows, number of alternatives taken)."""
+    ref.reset()
+    ref.force.clear()
+    rows, taken = [], 0
+    for p, tok in enumerate(toks):
+        before = ref.snapshot()
+        row = ref.forward([tok])[0]
+        decided: set = set()
+        while True:
+            ties = sorted(k for k, (m, _, alt) in ref.events.items()
+                          if k[0] == p and m < follow and alt is not None and k not in decided)
+            if not ties:
+                break
+            key = ties[0]
+            decided.add(key)
+            alt, dist = ref.events[key][2], np.max(np.abs(got[p] - row))
+            ref.restore(before)
+            ref.force[key] = alt
+            other = ref.forward([tok])[0]
+            if np.max(np.abs(got[p] - other)) < dist:
+                row, taken = other, taken + 1
+            else:
+                del ref.force[key]
+                ref.restore(before)
+                row = ref.forward([tok])[0]
+        rows.append(row)
+    return np.array(rows), taken
+
+
+def _check(path: str, toks, got: np.ndarray, wtype: str, what: str, kv_round="f16", tail: int = 0,
+           ref: ReferenceDeepseek2 = None) -> dict:
+    """got (strata's rows for toks from position 0) against the reference followed through near
+    ties; the strict bounds on the rows that are not near ties (and again on the last ``tail``)."""
+    ref = ref or ReferenceDeepseek2(path, kv_round=kv_round)
+    want, taken = _follow(ref, toks, got, FOLLOW[wtype])
+    margins = np.asarray(ref.margins)
     assert margins.shape == (want.shape[0],), (margins.shape, want.shape)
     ok = margins >= NEAR_TIE[wtype]
     diff = np.max(np.abs(np.asarray(got, np.float64) - want), axis=1)
     for i in np.flatnonzero(~ok):
         print(f"{what}: near-tie row {i}: margin {margins[i]:.3g}, max |diff| {diff[i]:.3g} (not judged)")
-    assert ok.mean() >= MIN_JUDGED, f"{what}: only {ok.sum()} of {ok.size} rows are not near ties"
-    st = compare(got[ok], want[ok])
-    st["near_ties"] = int((~ok).sum())
+    assert ok.mean() >= MIN_JUDGED[wtype], f"{what}: only {ok.sum()} of {ok.size} rows are not near ties"
     rel, mx, am = BOUNDS[wtype]
-    print(f"{what}: {st}")
-    assert st["rel_rms"] <= rel and st["max"] <= mx and st["argmax"] >= am, \
-        f"{what}: {st} exceeds bounds rel_rms<={rel} max<={mx} argmax>={am}"
+    parts = [("", slice(None))] + ([(f" last {tail} rows", slice(-tail, None))] if tail else [])
+    st = {}
+    for label, sl in parts:
+        st = compare(got[sl][ok[sl]], want[sl][ok[sl]])
+        st.update(near_ties=int((~ok[sl]).sum()), followed=taken)
+        print(f"{what}{label}: {st}")
+        assert st["rel_rms"] <= rel and st["max"] <= mx and st["argmax"] >= am, \
+            f"{what}{label}: {st} exceeds bounds rel_rms<={rel} max<={mx} argmax>={am}"
     return st
 
 
@@ -82,9 +143,7 @@ def test_logits_match_the_reference(tmp_path, seed, wtype):
     """MLA form, q_lora, sigmoid gating with a score bias, 1 dense + 2 MoE layers, 48 positions."""
     path = _model(tmp_path, seed, wtype=wtype)
     toks = np.random.default_rng(seed).integers(0, 300, 48)
-    ref = ReferenceDeepseek2(path, kv_round="f16")
-    want = ref.full(toks)
-    _judge(_strata(path, toks, 64), want, ref.margins, wtype, f"mla/{wtype} seed {seed}")
+    _check(path, toks, _strata(path, toks, 64), wtype, f"mla/{wtype} seed {seed}")
 
 
 def test_legacy_kv_b_form_matches_the_reference_and_the_mla_form(tmp_path, seed):
@@ -93,19 +152,18 @@ def test_legacy_kv_b_form_matches_the_reference_and_the_mla_form(tmp_path, seed)
     legacy = _model(tmp_path, seed, "legacy.gguf", legacy_kv_b=True)
     mla = _model(tmp_path, seed, "mla.gguf")
     toks = np.random.default_rng(seed).integers(0, 300, 48)
-    ref = ReferenceDeepseek2(legacy, kv_round="f16")
-    want = ref.full(toks)
     got = _strata(legacy, toks, 64)
-    _judge(got, want, ref.margins, "f32", f"legacy/f32 seed {seed}")
-    _judge(got, _strata(mla, toks, 64), ref.margins, "f32", f"legacy vs mla (strata) seed {seed}")
+    _check(legacy, toks, got, "f32", f"legacy/f32 seed {seed}")
+    st = compare(got, _strata(mla, toks, 64))
+    print(f"legacy vs mla (strata) seed {seed}: {st}")
+    rel, mx, am = BOUNDS["f32"]
+    assert st["rel_rms"] <= rel and st["max"] <= mx and st["argmax"] >= am, f"legacy vs mla seed {seed}: {st}"
 
 
 def test_full_attn_q_without_q_lora_matches_the_reference(tmp_path, seed):
     path = _model(tmp_path, seed, q_lora=0)
     toks = np.random.default_rng(seed).integers(0, 300, 48)
-    ref = ReferenceDeepseek2(path, kv_round="f16")
-    want = ref.full(toks)
-    _judge(_strata(path, toks, 64), want, ref.margins, "f32", f"attn_q/f32 seed {seed}")
+    _check(path, toks, _strata(path, toks, 64), "f32", f"attn_q/f32 seed {seed}")
 
 
 def test_softmax_gating_with_expert_groups_matches_the_reference(tmp_path, seed):
@@ -113,21 +171,14 @@ def test_softmax_gating_with_expert_groups_matches_the_reference(tmp_path, seed)
     path = _model(tmp_path, seed, gating="softmax", score_bias=False, weights_norm=False, weights_scale=1.0,
                   n_group=4, n_group_used=2)
     toks = np.random.default_rng(seed).integers(0, 300, 48)
-    ref = ReferenceDeepseek2(path, kv_round="f16")
-    want = ref.full(toks)
-    _judge(_strata(path, toks, 64), want, ref.margins, "f32", f"softmax+groups/f32 seed {seed}")
+    _check(path, toks, _strata(path, toks, 64), "f32", f"softmax+groups/f32 seed {seed}")
 
 
 def test_yarn_over_300_positions_matches_the_reference(tmp_path, seed):
     """YaRN factor 8 over an original context of 64, 300 positions (most beyond 64)."""
     path = _model(tmp_path, seed, yarn=YARN)
     toks = np.random.default_rng(seed).integers(0, 300, 300)
-    ref = ReferenceDeepseek2(path, kv_round="f16")
-    want = ref.full(toks)
-    got = _strata(path, toks, 320)
-    what = f"yarn/f32 seed {seed}"
-    _judge(got, want, ref.margins, "f32", what)
-    _judge(got[64:], want[64:], ref.margins[64:], "f32", what + " positions >= 64")
+    _check(path, toks, _strata(path, toks, 320), "f32", f"yarn/f32 seed {seed}", tail=236)
 
 
 @pytest.mark.parametrize("wtype,yarn", [("f32", None), ("f32", YARN), ("iq1_s", None)])
@@ -136,8 +187,6 @@ def test_prefill_in_chunks_then_one_token_steps(tmp_path, seed, wtype, yarn):
     at a time to 200; every chunk's rows and every step match the reference."""
     path = _model(tmp_path, seed, wtype=wtype, yarn=yarn)
     toks = np.random.default_rng(seed).integers(0, 300, 200)
-    ref = ReferenceDeepseek2(path, kv_round="f16")
-    want = ref.full(toks)
     rows = []
     with strata.Model(path) as m, m.session(n_ctx=256, n_threads=2) as s:
         for a, b in ((0, 50), (50, 51), (51, 120), (120, 180)):
@@ -148,32 +197,35 @@ def test_prefill_in_chunks_then_one_token_steps(tmp_path, seed, wtype, yarn):
             s.decode([toks[i]])
             assert s.logits.shape == (1, 300)
             rows.append(s.logits)
-    got = np.concatenate(rows)
     what = f"chunks+steps/{wtype}/{'yarn' if yarn else 'rope'} seed {seed}"
-    _judge(got, want, ref.margins, wtype, what)
-    _judge(got[180:], want[180:], ref.margins[180:], wtype, what + " one-token steps")
-
-
-# q8_0 latent cache against f16 (f32 weights, 200 positions). Measured: see MEASURED below.
-Q8_KV_BOUNDS = (0.02, 0.2, 0.95)
+    _check(path, toks, np.concatenate(rows), wtype, what, tail=20)
 
 
 def test_q8_0_latent_cache_is_close_to_f16(tmp_path, seed):
     """A q8_0 cache quantizes the latent and the rope key in blocks of 32 (C and R are multiples
-    of 32, so no block mixes them): logits move by that noise only."""
+    of 32, so no block mixes them): logits move by that noise only. Each run is checked against
+    the reference (q8_0: with an exact cache; f16: with an f16 one), each followed through its own
+    near ties; then the two runs against each other on the rows before the first near tie at
+    which they chose different experts (after it the caches differ by more than the noise)."""
     path = _model(tmp_path, seed)
     toks = np.random.default_rng(seed).integers(0, 300, 200)
-    out = {kv: _strata(path, toks, 256, kv_type=kv) for kv in ("f16", "q8_0")}
-    ref = ReferenceDeepseek2(path)
-    want = ref.full(toks)
-    ok = np.asarray(ref.margins) >= NEAR_TIE["q8_0"]
-    assert ok.mean() >= MIN_JUDGED
-    rel, mx, am = Q8_KV_BOUNDS
-    for what, a, b in (("q8_0 vs f16 KV", out["q8_0"], out["f16"]), ("q8_0 KV vs reference", out["q8_0"], want)):
-        st = compare(a[ok], b[ok])
-        print(f"seed {seed}: {what}: {st}, {int((~ok).sum())} near-tie rows not judged")
+    got = {kv: _strata(path, toks, 256, kv_type=kv) for kv in ("f16", "q8_0")}
+    refs = {}
+    for kv, wtype, kv_round in (("q8_0", "kv_q8_0", None), ("f16", "f32", "f16")):
+        refs[kv] = ReferenceDeepseek2(path, kv_round=kv_round)
+        _check(path, toks, got[kv], wtype, f"{kv} KV vs reference seed {seed}", kv_round=kv_round, ref=refs[kv])
+    def used(ref: ReferenceDeepseek2, key) -> list:  # the experts the followed reference used
+        return list(ref.force[key]) if key in ref.force else list(ref.events[key][1])
+
+    diverged = [k[0] for k in refs["q8_0"].events if used(refs["q8_0"], k) != used(refs["f16"], k)]
+    first = min(diverged, default=len(toks))
+    ok = (np.asarray(refs["q8_0"].margins) >= NEAR_TIE["kv_q8_0"])[:first]
+    st = compare(got["q8_0"][:first][ok], got["f16"][:first][ok]) if ok.any() else None
+    print(f"q8_0 vs f16 KV seed {seed}: rows before the first routing divergence ({first}): {st}")
+    if st is not None:
+        rel, mx, am = BOUNDS["kv_q8_0"]
         assert st["rel_rms"] <= rel and st["max"] <= mx and st["argmax"] >= am, \
-            f"seed {seed}: {what} {st} exceeds rel_rms<={rel} max<={mx} argmax>={am}"
+            f"q8_0 vs f16 KV seed {seed}: {st} exceeds rel_rms<={rel} max<={mx} argmax>={am}"
 
 
 # -- the reference itself ----------------------------------------------------------------------
@@ -270,6 +322,13 @@ def test_reference_routing_hand_examples():
     # every expert chosen: nothing to compare with
     chosen, margin = route(np.array([0.2, 0.7]), None, 2)
     assert list(chosen) == [1, 0] and margin == math.inf
+    # the alternative on the other side of the smallest margin (what a test follows at a near tie):
+    # the group gap 0.02 is smaller -> g0 replaces g1 -> eligible 0, 1, 6, 7 -> 0, 6
+    assert [list(x) for x in route(probs, None, 2, 4, 2, alternative=True)[::2]] == [[6, 2], [0, 6]]
+    # the expert gap 0.05 is smaller -> 5 (0.55) replaces 6 (0.60)
+    assert [list(x) for x in route(probs, bias, 2, 4, 2, alternative=True)[::2]] == [[4, 6], [4, 5]]
+    assert list(route(np.array([0.3, 0.5, 0.3, 0.1]), None, 2, alternative=True)[2]) == [1, 2]
+    assert route(np.array([0.2, 0.7]), None, 2, alternative=True)[2] is None
 
 
 def test_reference_yarn_rotation_has_magnitude_one_and_the_scale_carries_mscale(tmp_path, seed):
