@@ -257,24 +257,28 @@ void print_plan(const std::string& text) {
                 plan.at("kv_type").get<std::string>().c_str(), (long long)n_ctx,
                 (long long)plan.at("n_ctx_train").get<int64_t>(), (long long)plan.at("n_batch").get<int64_t>(),
                 plan.at("n_threads").get<int>());
-    std::printf("KV cache per token, all layers: %llu B; at %lld tokens: %s; at %lld tokens: %s\n\n",
+    std::printf("KV cache per token, all layers: %llu B; at %lld tokens: %s; at %lld tokens: %s\n",
                 (unsigned long long)u(plan, "kv_bytes_per_token"), (long long)n_ctx, size_text(u(plan, "kv_bytes")).c_str(),
                 (long long)long_ctx, size_text(u(plan, "kv_bytes_at_1m")).c_str());
+    if (plan.contains("state_bytes") && u(plan, "state_bytes") > 0)
+        std::printf("recurrent (KDA) state per sequence, any context: %s in %zu layers\n",
+                    size_text(u(plan, "state_bytes")).c_str(), plan.at("recurrent_layers").size());
+    std::printf("\n");
     const std::string at_ctx = "KV at " + std::to_string(n_ctx), at_long = "KV at " + std::to_string(long_ctx);
     const std::string total_long = "total at " + std::to_string(long_ctx);
-    std::printf("%-5s %-9s %12s %12s %14s %16s %12s %12s %19s\n", "stage", "layers", "weights", "KV B/token",
-                at_ctx.c_str(), at_long.c_str(), "scratch", "total", total_long.c_str());
-    const char* keys[] = {"weight_bytes",  "kv_bytes_per_token", "kv_bytes",         "kv_bytes_at_1m",
-                          "scratch_bytes", "total_bytes",        "total_bytes_at_1m"};
-    uint64_t sum[7] = {};
+    std::printf("%-5s %-9s %12s %12s %14s %16s %12s %12s %12s %19s\n", "stage", "layers", "weights", "KV B/token",
+                at_ctx.c_str(), at_long.c_str(), "state", "scratch", "total", total_long.c_str());
+    const char* keys[] = {"weight_bytes", "kv_bytes_per_token", "kv_bytes",    "kv_bytes_at_1m",
+                          "state_bytes",  "scratch_bytes",      "total_bytes", "total_bytes_at_1m"};
+    uint64_t sum[8] = {};
     auto row = [](const std::string& stage, const std::string& layers, const uint64_t* v) {
-        std::printf("%-5s %-9s %12s %12llu %14s %16s %12s %12s %19s\n", stage.c_str(), layers.c_str(),
+        std::printf("%-5s %-9s %12s %12llu %14s %16s %12s %12s %12s %19s\n", stage.c_str(), layers.c_str(),
                     size_text(v[0]).c_str(), (unsigned long long)v[1], size_text(v[2]).c_str(), size_text(v[3]).c_str(),
-                    size_text(v[4]).c_str(), size_text(v[5]).c_str(), size_text(v[6]).c_str());
+                    size_text(v[4]).c_str(), size_text(v[5]).c_str(), size_text(v[6]).c_str(), size_text(v[7]).c_str());
     };
     for (const auto& st : plan.at("stages")) {
-        uint64_t v[7];
-        for (int k = 0; k < 7; ++k) sum[k] += v[k] = u(st, keys[k]);
+        uint64_t v[8];
+        for (int k = 0; k < 8; ++k) sum[k] += v[k] = u(st, keys[k]);
         row(std::to_string(st.at("stage").get<int>()),
             std::to_string(st.at("first_layer").get<int>()) + ":" + std::to_string(st.at("last_layer").get<int>()), v);
     }

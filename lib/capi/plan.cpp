@@ -70,6 +70,9 @@ std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_par
     const int threads = exec::cpu_backend_threads(p.n_threads);
     const int64_t long_ctx = exec::kLongContextTokens;
 
+    json recurrent = json::array();  // the KDA layers: a fixed state per sequence, no KV cache
+    for (int64_t il = 0; il < hp.n_layer; ++il)
+        if (hp.is_recurrent_layer(il)) recurrent.push_back(il);
     json stages = json::array();
     for (size_t i = 0; i < ranges.size(); ++i) {
         const auto& r = ranges[i];
@@ -109,6 +112,8 @@ std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_par
                       {"kv_bytes_per_token", kv_per_token},
                       {"kv_bytes", at(0, kv_per_token, p.n_ctx, "the KV cache")},
                       {"kv_bytes_at_1m", at(0, kv_per_token, long_ctx, "the KV cache")},
+                      {"recurrent_layers", recurrent},
+                      {"state_bytes", exec::state_bytes_range(hp, 0, hp.n_layer)},
                       {"stages", stages}};
     return out.dump(2);
 }

@@ -87,6 +87,10 @@ int64_t Context::output_floats(int64_t n_tokens, bool all_logits) const {
     return (all_logits ? n_tokens : 1) * hp_.n_vocab;
 }
 
+bool Context::can_truncate(int64_t n_past) const {
+    return n_past >= 0 && n_past <= n_past_ && (n_past == 0 || n_past == n_past_ || kda_.bytes() == 0);
+}
+
 void Context::truncate(int64_t n_past) {
     if (n_past < 0 || n_past > n_past_)
         fail(Status::invalid_argument, "truncate(" + std::to_string(n_past) + "): must be within [0, n_past = " +
@@ -97,9 +101,11 @@ void Context::truncate(int64_t n_past) {
                                   "state cannot drop positions; truncate to 0 (restart) or keep all " +
                                       std::to_string(n_past_));
     n_past_ = n_past;
+    if (n_past == 0) lost_.clear();
 }
 
 void Context::check_room(int64_t n_tokens) const {
+    if (!lost_.empty()) fail(Status::invalid_argument, lost_ + "; reset the sequence (or truncate it to 0) first");
     if (n_tokens <= 0) fail(Status::invalid_argument, "no tokens to run (n_tokens = " + std::to_string(n_tokens) + ")");
     if (n_tokens > n_ctx_ - n_past_)
         fail(Status::invalid_argument, "context overflow: n_past " + std::to_string(n_past_) + " + " +

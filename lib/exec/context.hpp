@@ -77,7 +77,16 @@ public:
     // previous stage's output.
     void forward_hidden(const float* hidden_in, int64_t n_tokens, float* out, bool all_logits = false);
 
-    void reset() { n_past_ = 0; }
+    void reset() {
+        n_past_ = 0;
+        lost_.clear();
+    }
+    // Whether truncate(n_past) can succeed: any position within [0, n_past()] without recurrent
+    // layers; with them only 0 (restart) and n_past() (nothing dropped).
+    bool can_truncate(int64_t n_past) const;
+    // After a failed call that cannot be undone (a recurrent state that cannot roll back): every
+    // later call throws Error(invalid_argument) with `why` until reset() or truncate(0).
+    void mark_lost(const std::string& why) { lost_ = why; }
     struct Scratch;  // context_scratch.hpp
     void truncate(int64_t n_past);  // drop positions >= n_past; 0 <= n_past <= n_past()
 
@@ -115,7 +124,8 @@ private:
     KdaState kda_;        // recurrent (KDA) layers
     std::vector<int64_t> mla_slot_, kda_slot_;  // stage layer -> its slot in latent_ / kda_ (-1: none)
     int64_t n_bank_ = 0;
-    int64_t kda_chunk_ = 0;  // attention residuals: checkpoints banked so far in this micro-batch
+    int64_t kda_chunk_ = 0;
+    std::string lost_;  // attention residuals: checkpoints banked so far in this micro-batch
     MemoryPlan plan_;
     int64_t n_ctx_ = 0;
     int64_t n_batch_ = 0;

@@ -465,16 +465,25 @@ struct Head::Impl {
                 (void)call->wait();
             } catch (...) {
             }
-            ctx->truncate(start);
+            undo(start);
             throw;
         }
         try {
             return call->wait();
         } catch (...) {
-            ctx->truncate(start);  // the workers truncate too: the next forward starts at `start`
+            undo(start);  // the workers truncate too: the next forward starts at `start`
             has_row = false;
             throw;
         }
+    }
+
+    // Back to `start` after a failed call; a recurrent (KDA) state cannot roll back, so such a
+    // sequence is marked lost instead (the caller sees the error now and on the next call).
+    void undo(int64_t start) {
+        if (ctx->can_truncate(start)) ctx->truncate(start);
+        else
+            ctx->mark_lost("a failed call left this sequence's recurrent (KDA) state past position " +
+                           std::to_string(start) + ", and a recurrent state cannot roll back");
     }
 
     Message control(Message request) {

@@ -202,3 +202,37 @@ TEST_CASE("a kimi-linear context: chunked prefill agrees with the step form; dec
     again.decode(toks, b.data(), true);
     for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == b[i]);
 }
+
+TEST_CASE("the memory plan of Kimi K3 (the reported shapes): latent cache per token, fixed KDA state") {
+    // kimi_linear.md: 93 layers, MLA at 0-based 3, 7, ..., 87, 91 and 92 (24 layers), KDA elsewhere
+    // (69); 96 heads of dk 128 (D 12288), conv kernel 4, kv_lora 512 + rope part 64.
+    model::Hparams hp;
+    hp.arch = model::kimi_k3_traits();
+    hp.n_layer = 93;
+    hp.n_embd = 7168;
+    hp.n_head = 96;
+    hp.n_head_kv = 1;
+    hp.n_ff = 33792;
+    hp.head_dim = 192;
+    hp.rope.n_rot = 64;
+    hp.mla = {.q_lora_rank = 1536, .kv_lora_rank = 512, .qk_nope = 128, .v_head_dim = 128, .kq_scale = 0.07, .rotate = false};
+    hp.kda = {.head_dim = 128, .conv_kernel = 4};
+    hp.recurrent.assign(93, 1);
+    for (int il = 3; il < 93; il += 4) hp.recurrent[size_t(il)] = 0;
+    hp.recurrent[92] = 0;
+    int mla = 0;
+    for (auto r : hp.recurrent) mla += r == 0;
+    CHECK(mla == 24);
+    const uint64_t per_token = exec::kv_bytes_per_position_range(hp, exec::KvType::f16, 0, 93);
+    CHECK(per_token == 24 * (512 + 64) * 2);  // 27,648 B
+    const uint64_t at_1m = per_token * (uint64_t(1) << 20);
+    CHECK(at_1m == uint64_t(27) << 30);  // 27 GiB at 1,048,576 tokens
+    CHECK(exec::kv_bytes_per_position_range(hp, exec::KvType::q8_0, 0, 93) == 24 * 18 * 34);
+    const uint64_t per_kda = (3 * 3 * 12288 + 96 * 128 * 128) * 4;  // conv windows + state, float32
+    CHECK(per_kda == 6733824);
+    CHECK(exec::state_bytes_range(hp, 0, 93) == 69 * per_kda);  // 443.1 MiB a sequence, any context
+    // Three stages of 31 layers: the state and the cache follow each stage's own layers.
+    CHECK(exec::state_bytes_range(hp, 0, 31) + exec::state_bytes_range(hp, 31, 62) + exec::state_bytes_range(hp, 62, 93) ==
+          69 * per_kda);
+    CHECK(exec::kv_bytes_per_position_range(hp, exec::KvType::f16, 62, 93) == 9 * 1152);  // 63..91 step 4 (8) + 92
+}
