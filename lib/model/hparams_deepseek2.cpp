@@ -114,6 +114,14 @@ void read_deepseek2_hparams(const gguf::ModelFile& f, const std::string& p, Hpar
     r.unit_magnitude = true;
     r.yarn_log_mul = meta_float(f, p + "rope.scaling.yarn_log_multiplier").value_or(0.0);
     if (!std::isfinite(r.yarn_log_mul)) bad_key(p + "rope.scaling.yarn_log_multiplier", "must be finite");
+    // Without the multiplier the YaRN temperature is ambiguous: llama.cpp then rotates with
+    // magnitude 1 + 0.1 ln(factor) and squares that into the scale, the HF model leaves the scale
+    // alone (mscale_all_dim 0). DeepSeek-V3 and Kimi K2 files carry 0.1 (mscale_all_dim 1).
+    if (r.scaling == RopeScaling::yarn && r.factor != 1.0 && !(r.yarn_log_mul > 0.0))
+        fail(Status::unsupported, "metadata key '" + p + "rope.scaling.yarn_log_multiplier' is " +
+                                      (meta_float(f, p + "rope.scaling.yarn_log_multiplier") ? "not positive" : "missing") +
+                                      " with YaRN scaling: the attention temperature is then ambiguous (llama.cpp and the "
+                                      "original model differ), so this deepseek2 file is refused");
     // DeepSeek's softmax scale: q_head_dim^-0.5 * mscale^2, mscale the YaRN temperature.
     double mscale = r.attn_factor;
     if (r.scaling == RopeScaling::yarn) mscale *= 1.0 + r.yarn_log_mul * std::log(r.factor);

@@ -41,6 +41,7 @@ struct TinyDs2 {
     std::string drop_key, drop_tensor;
     std::vector<std::pair<std::string, uint32_t>> u32;
     std::string scaling;
+    bool log_mul = true;
 
     std::unique_ptr<gguf::ModelFile> build() const {
         gguf::Writer w;
@@ -78,7 +79,7 @@ struct TinyDs2 {
             w.set_string(p + "rope.scaling.type", scaling);
             w.set_f32(p + "rope.scaling.factor", 4.0f);
             w.set_u32(p + "rope.scaling.original_context_length", 64);
-            w.set_f32(p + "rope.scaling.yarn_log_multiplier", 0.1f);
+            if (log_mul) w.set_f32(p + "rope.scaling.yarn_log_multiplier", 0.1f);
         }
         std::mt19937_64 rng(7);
         std::normal_distribution<float> d(0.0f, 0.2f);
@@ -293,6 +294,12 @@ TEST_CASE("bad deepseek2 files get an error naming the key or tensor") {
         TinyDs2 s;
         s.scaling = "linear";
         cases.push_back({"linear rope scaling", s, "only none or yarn"});
+    }
+    {
+        TinyDs2 s;
+        s.scaling = "yarn";
+        s.log_mul = false;
+        cases.push_back({"YaRN without its attention temperature", s, "yarn_log_multiplier"});
     }
     {
         TinyDs2 s;
