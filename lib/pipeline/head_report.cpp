@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 
 #include "exec/context.hpp"
+#include "exec/kv_cache.hpp"
+#include "model/hparams.hpp"
 #include "pipeline/head.hpp"
 
 namespace strata::pipeline::detail {
@@ -10,11 +12,13 @@ namespace {
 
 using nlohmann::json;
 
-json memory(uint64_t weights, uint64_t kv, uint64_t kv_per_token, uint64_t scratch, uint64_t total, uint64_t budget) {
+json memory(uint64_t weights, uint64_t kv, uint64_t kv_per_token, uint64_t state, uint64_t scratch, uint64_t total,
+            uint64_t budget) {
     return {{"weight_bytes", weights},
             {"kv_bytes", kv},
             {"kv_bytes_per_token", kv_per_token},
             {"kv_bytes_at_1m", kv_per_token * uint64_t(exec::kLongContextTokens)},
+            {"state_bytes", state},  // the recurrent (KDA) layers' fixed state of the sequence, any context
             {"scratch_bytes", scratch},
             {"total_bytes", total},
             {"budget_bytes", budget}};
@@ -27,6 +31,14 @@ json latency(const LatencyStats& s) {
             {"max_us", s.max_us}};
 }
 
+// The recurrent (KDA) layers of [first, last): no KV cache, a fixed state each.
+json recurrent_layers(const model::Hparams& hp, int64_t first, int64_t last) {
+    json out = json::array();
+    for (int64_t il = first; il < last; ++il)
+        if (hp.is_recurrent_layer(il)) out.push_back(il);
+    return out;
+}
+
 }  // namespace
 
 std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& plan, const std::string& planned_by,
@@ -36,11 +48,12 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
     stages.push_back({{"stage", 0},
                       {"role", "head"},
                       {"layers", {plan[0].first, plan[0].second}},
+                      {"recurrent_layers", recurrent_layers(head.hparams(), plan[0].first, plan[0].second)},
                       {"backend", "cpu"},
                       {"threads", head.n_threads()},
-                      {"memory", memory(hp.weight_bytes, hp.kv_bytes, hp.kv_bytes_per_position, hp.scratch_bytes,
-                                        hp.total_bytes, hp.budget_bytes)}});
-    // stage_ready carries no per-token figure: the head computes a worker's from the model.
+                      {"memory", memory(hp.weight_bytes, hp.kv_bytes, hp.kv_bytes_per_position, hp.state_bytes,
+                                        hp.scratch_bytes, hp.total_bytes, hp.budget_bytes)}});
+    // stage_ready carries no per-token or state figure: the head computes a worker's from the model.
     for (const auto& link : links) {
         const auto& r = link->ready;
         const auto& info = link->info;
@@ -50,10 +63,12 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
              {"role", "worker"},
              {"address", link->endpoint.to_string()},
              {"layers", {link->layers.first, link->layers.second}},
+             {"recurrent_layers", recurrent_layers(head.hparams(), link->layers.first, link->layers.second)},
              {"memory",
               memory(r.weight_bytes, r.kv_bytes,
                      exec::kv_bytes_per_position_range(head.hparams(), options.context.kv_type, link->layers.first,
                                                        link->layers.second),
+                     exec::state_bytes_range(head.hparams(), link->layers.first, link->layers.second),
                      r.scratch_bytes, r.total_bytes, r.budget_bytes)},
              {"reported",
               {{"available_memory_bytes", info.available_memory},
