@@ -1,14 +1,16 @@
-// strata-mkmodel: write a synthetic GGUF model (llama, qwen2, qwen3, deepseek2) with seeded
-// random weights, quantized by strata's own quantizer (IQ1_S by default), optionally split into
-// shards.
+// strata-mkmodel: write a synthetic GGUF model (llama, qwen2, qwen3, deepseek2, kimi-linear,
+// kimi-k3) with seeded random weights, quantized by strata's own quantizer (IQ1_S by default),
+// optionally split into shards.
 //
-//   strata-mkmodel --arch llama|qwen2|qwen3|deepseek2 --preset NAME -o OUT.gguf [flags: see kUsage]
+//   strata-mkmodel --arch llama|qwen2|qwen3|deepseek2|kimi-linear|kimi-k3 --preset NAME -o OUT.gguf
+//                  [flags: see kUsage]
 //
 // The tensor names, shapes and metadata keys follow llama.cpp's conventions for each
-// architecture (deepseek2: lib/model/deepseek2.md, in mkmodel_deepseek2.cpp); the weights are
+// architecture (deepseek2: lib/model/deepseek2.md, in mkmodel_deepseek2.cpp; kimi-linear and
+// kimi-k3: lib/model/kimi_linear.md, in mkmodel_kimi.cpp); the weights are
 // random (no trained model). Tensors are generated and handed to the writer one at a time (the
 // next one is generated while the current one is quantized), so peak memory is about two float32
-// tensors plus the converted model; deepseek2's 3-D expert tensors are generated and converted
+// tensors plus the converted model; the MoE architectures' 3-D expert tensors are generated and converted
 // one expert at a time (mkmodel_convert.hpp). Uses only strata.hpp.
 #include <algorithm>
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "cli_args.hpp"
 #include "mkmodel_convert.hpp"
 #include "mkmodel_deepseek2.hpp"
+#include "mkmodel_kimi.hpp"
 #include "mkmodel_plan.hpp"
 #include "mkmodel_values.hpp"
 #include "mkmodel_vocab.hpp"
@@ -51,11 +54,15 @@ struct Options {
     uint64_t seed = 1;
     Shape shape{};           // llama, qwen2, qwen3
     mkmodel::Deepseek2 ds2{};  // deepseek2
+    mkmodel::Kimi kimi{};      // kimi-linear, kimi-k3
+
+    bool is_ds2() const { return arch == "deepseek2"; }
+    bool is_kimi() const { return arch == "kimi-linear" || arch == "kimi-k3"; }
 };
 
 const char* kUsage =
-    "usage: strata-mkmodel --arch llama|qwen2|qwen3|deepseek2 --preset NAME -o OUT.gguf\n"
-    "         [--type iq1_s|q8_0|f16|bf16|f32] [--shards N] [--seed S] [--vocab spm|bpe]\n"
+    "usage: strata-mkmodel --arch llama|qwen2|qwen3|deepseek2|kimi-linear|kimi-k3 --preset NAME\n"
+    "         -o OUT.gguf [--type iq1_s|q8_0|f16|bf16|f32] [--shards N] [--seed S] [--vocab spm|bpe]\n"
     "         [--n-embd N] [--n-layer N] [--n-ff N] [--n-vocab N] [--n-head N] [--n-ctx N]\n"
     "         [--rope-scaling none|linear|yarn --rope-factor F [--rope-orig-ctx N]]\n"
     "       llama, qwen2, qwen3 (presets tiny, small, 1b):\n"
@@ -66,6 +73,13 @@ const char* kUsage =
     "         [--v-head-dim N] [--gating softmax|sigmoid] [--no-score-bias] [--no-weights-norm]\n"
     "         [--weights-scale F] [--n-group N --n-group-used M] [--legacy-kv-b]\n"
     "         [--yarn-log-mul F] [--yarn-beta-fast F] [--yarn-beta-slow F]\n"
+    "       kimi-linear (presets tiny, 48b-slice), kimi-k3 (presets tiny, k3-slice):\n"
+    "         [--n-expert N] [--n-expert-used N] [--n-expert-shared N] [--n-ff-exp N]\n"
+    "         [--n-dense-lead N] [--q-lora N] [--kv-lora N] [--qk-nope N] [--qk-rope N]\n"
+    "         [--v-head-dim N] [--weights-scale F] [--kda-head-dim N] [--conv-kernel N]\n"
+    "         [--mla-layers I,J,...|none]\n"
+    "       kimi-k3 only: [--latent N] [--attn-res-block N] [--situ-beta F]\n"
+    "         [--situ-linear-beta F] [--gate-lower-bound F] [--no-weights-norm]\n"
     "Writes a GGUF model with seeded random weights, named and shaped as llama.cpp expects for\n"
     "the architecture (qwen2: q/k/v biases; qwen3: per-head q/k norms). Presets: tiny (n_embd 256,\n"
     "2 layers), small (n_embd 1024, 8 layers, ~100M weights), 1b (n_embd 2048, 22 layers, n_ff\n"
@@ -87,6 +101,22 @@ const char* kUsage =
     "q8_0). The expert tensors are made one expert at a time, but the writer holds every converted\n"
     "tensor until it writes: k2-slice with 384 experts is about 3.5 GB as iq1_s (19 GB q8_0, 36 GB\n"
     "f16) in memory and on disk; --n-expert lowers it (8 experts: 0.3 GB as iq1_s).\n"
+    "kimi-linear / kimi-k3 (KDA layers with 0 in the per-layer head_count_kv, NoPE MLA layers,\n"
+    "sigmoid MoE; K3: latent experts, SiTU, attention residuals, lower-bound gate, full-rank gates,\n"
+    "MLA output gate; see lib/model/kimi_linear.md): tiny (n_embd 256, 4 layers KDA,KDA,MLA,KDA,\n"
+    "1 dense, 4 heads, KDA head 64, conv 4, kv_lora 256, qk 64+32, v 64, 8 experts of 256 (2 used,\n"
+    "1 shared), vocab 300; kimi-k3 adds q_lora 256, latent 128, attn-res block 2, SiTU 4/25, gate\n"
+    "lower bound -5); 48b-slice (Kimi-Linear's layers: n_embd 2304, 32 heads of 128, conv 4,\n"
+    "kv_lora 512, qk 128+64, v 128, no q LoRA, n_ff 9216, 256 experts of 1024 (8 used, 1 shared),\n"
+    "scale 2.446; 4 layers dense KDA, KDA, KDA, MLA); k3-slice (K3's as reported: n_embd 7168,\n"
+    "96 heads of 128, q_lora 1536, kv_lora 512, n_ff 33792, 896 experts of 3072 (16 used, 2 shared)\n"
+    "at latent 3584, SiTU 4/25, lower bound -5, attn-res block 12 (capped at --n-layer: the same\n"
+    "banking); 4 layers KDA, KDA, KDA, MLA, 1 dense). Slices: vocab 32000, context 1048576.\n"
+    "--mla-layers takes 0-based layer indices (the rest are KDA). The same type fallback as\n"
+    "deepseek2; routers, biases, norms, conv kernels, ssm_a, ssm_dt and the residual score vectors\n"
+    "are f32. Sizes as iq1_s: 48b-slice about 1.1 GB with its 256 experts (--n-expert 8\n"
+    "--n-vocab 2048: 0.41 B weights, 86 MB, under a minute on 2 cores); k3-slice about 17 GB\n"
+    "with 896 experts (--n-expert 16: 4.4 B weights, about 11 minutes on 2 cores).\n"
     "Exit status: 0 written, 2 bad arguments, 1 writing failed.\n";
 
 Shape preset(const std::string& name) {
@@ -189,7 +219,8 @@ void llama_shape(Options& o, const std::vector<std::pair<std::string, std::strin
 Options parse_args(int argc, char** argv) {
     Options o;
     std::vector<std::pair<std::string, std::string>> overrides;  // shape flags, in order
-    std::vector<std::pair<std::string, std::string>> ds2_flags;  // flags only deepseek2 takes
+    std::vector<std::pair<std::string, std::string>> ds2_flags;  // deepseek2's flags (some Kimi's too)
+    std::vector<std::pair<std::string, std::string>> kimi_flags;  // flags only kimi-linear / kimi-k3 take
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         auto value = [&] { return cli::value(argc, argv, i); };
@@ -222,25 +253,44 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--tied-output") o.tied_output = true;
         else if (mkmodel::deepseek2_value_flag(a)) ds2_flags.emplace_back(a, value());
         else if (mkmodel::deepseek2_switch(a)) ds2_flags.emplace_back(a, "");
+        else if (mkmodel::kimi_value_flag(a)) kimi_flags.emplace_back(a, value());
         else if (a.rfind("--n-", 0) == 0 || a == "--head-dim") overrides.emplace_back(a, value());
         else if (a == "-h" || a == "--help") cli::help(kUsage);
         else throw cli::usage_error("unknown argument " + a);
     }
-    const bool ds2 = o.arch == "deepseek2";
-    if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && !ds2)
-        throw cli::usage_error("unsupported --arch '" + o.arch + "' (llama, qwen2, qwen3, deepseek2)");
+    const bool ds2 = o.is_ds2(), kimi = o.is_kimi();
+    if (o.arch != "llama" && o.arch != "qwen2" && o.arch != "qwen3" && !ds2 && !kimi)
+        throw cli::usage_error("unsupported --arch '" + o.arch +
+                               "' (llama, qwen2, qwen3, deepseek2, kimi-linear, kimi-k3)");
     if (o.out.empty()) throw cli::usage_error("-o OUT.gguf is required");
     if (o.vocab != "spm" && o.vocab != "bpe") throw cli::usage_error("unsupported --vocab '" + o.vocab + "' (spm, bpe)");
     const int weight_type = type_id(o.type);
-    if (!ds2) {
-        if (!ds2_flags.empty()) throw cli::usage_error(ds2_flags[0].first + " is only for --arch deepseek2");
+    if (!kimi && !kimi_flags.empty())
+        throw cli::usage_error(kimi_flags[0].first + " is only for --arch " +
+                               (mkmodel::kimi_k3_flag(kimi_flags[0].first) ? "kimi-k3" : "kimi-linear and kimi-k3"));
+    if (!ds2 && !kimi) {
+        if (!ds2_flags.empty()) {
+            const std::string& flag = ds2_flags[0].first;
+            const char* also = flag == "--no-weights-norm"       ? " and kimi-k3"
+                               : mkmodel::kimi_shares_flag(flag) ? ", kimi-linear and kimi-k3"
+                                                                 : "";
+            throw cli::usage_error(flag + " is only for --arch deepseek2" + also);
+        }
         llama_shape(o, overrides);
         return o;
     }
     if (o.tied_output)
-        throw cli::usage_error("--tied-output is not for --arch deepseek2 (llama.cpp requires its output.weight)");
+        throw cli::usage_error("--tied-output is not for --arch " + o.arch + " (llama.cpp requires its output.weight)");
     overrides.insert(overrides.end(), ds2_flags.begin(), ds2_flags.end());
     const int64_t min_vocab = o.vocab == "bpe" ? mkmodel::kMinBpeVocab : mkmodel::kMinSpmVocab;
+    if (kimi) {
+        if (o.rope.scaling_given || o.rope.factor_given || o.rope.orig_ctx_given)
+            throw cli::usage_error("--rope-scaling, --rope-factor and --rope-orig-ctx are not for --arch " + o.arch +
+                                   " (its MLA layers do not rotate)");
+        overrides.insert(overrides.end(), kimi_flags.begin(), kimi_flags.end());
+        o.kimi = mkmodel::parse_kimi(o.arch, o.preset, overrides, weight_type, o.type, min_vocab);
+        return o;
+    }
     o.ds2 = mkmodel::parse_deepseek2(o.preset, overrides, o.rope, weight_type, o.type, min_vocab);
     return o;
 }
@@ -299,6 +349,9 @@ void add_metadata(strata::writer& w, const Options& o, int weight_type) {
     if (a == "deepseek2") {
         mkmodel::add_deepseek2_metadata(w, o.ds2);
         n_vocab = o.ds2.n_vocab;
+    } else if (o.is_kimi()) {
+        mkmodel::add_kimi_metadata(w, o.kimi);
+        n_vocab = o.kimi.n_vocab;
     } else {
         const Shape& s = o.shape;
         const bool llama = a == "llama";
@@ -332,9 +385,11 @@ void add_metadata(strata::writer& w, const Options& o, int weight_type) {
 
 int main(int argc, char** argv) {
     const Options o = cli::parse_or_exit("strata-mkmodel", kUsage, [&] { return parse_args(argc, argv); });
-    const bool ds2 = o.arch == "deepseek2";
+    const bool ds2 = o.is_ds2(), kimi = o.is_kimi();
     const int weight_type = type_id(o.type);
-    const std::vector<TensorSpec> specs = ds2 ? mkmodel::plan_deepseek2(o.ds2, weight_type) : plan_tensors(o, weight_type);
+    const std::vector<TensorSpec> specs = ds2    ? mkmodel::plan_deepseek2(o.ds2, weight_type)
+                                          : kimi ? mkmodel::plan_kimi(o.kimi, weight_type)
+                                                 : plan_tensors(o, weight_type);
     if (o.shards > specs.size())
         cli::fail("strata-mkmodel", kUsage,
                   "--shards " + std::to_string(o.shards) + " is more than the " + std::to_string(specs.size()) +
@@ -387,7 +442,8 @@ int main(int argc, char** argv) {
                      "wrote %u file(s) for %s: %s %s, %lld layers, n_embd %lld, %.3f B weights (%.1f s to write, "
                      "%.1f s in all)\n",
                      written, o.out.c_str(), o.arch.c_str(), o.type.c_str(),
-                     (long long)(ds2 ? o.ds2.n_layer : o.shape.n_layer), (long long)(ds2 ? o.ds2.n_embd : o.shape.n_embd),
+                     (long long)(ds2 ? o.ds2.n_layer : kimi ? o.kimi.n_layer : o.shape.n_layer),
+                     (long long)(ds2 ? o.ds2.n_embd : kimi ? o.kimi.n_embd : o.shape.n_embd),
                      double(n_weights) / 1e9, seconds_since(t_write), seconds_since(start));
     } catch (const strata::error& e) {
         std::cerr << "strata-mkmodel: " << e.what() << "\n";

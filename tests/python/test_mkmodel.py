@@ -4,8 +4,12 @@ RoPE scaling keys, tied outputs, a GPT-2 style BPE vocabulary, and refuses bad f
 status 2. deepseek2 (Kimi K2 / DeepSeek-V3) models are checked the same way against tables
 written from lib/model/deepseek2.md: the MLA and legacy attn_kv_b forms (same weights for a
 seed), a full attn_q, softmax gating with groups, the row-length fallbacks (q8_0, else f16),
-and expert tensors converted one expert at a time giving the bytes of the whole tensor. Tiny
-presets only (k2-slice is gigabytes): every model here takes well under two seconds."""
+and expert tensors converted one expert at a time giving the bytes of the whole tensor.
+kimi-linear and kimi-k3 models are checked against tables written from lib/model/kimi_linear.md
+(every tensor, the per-layer head_count_kv array, the K3 keys, the value ranges
+tests/python/_synth_kimi.py draws), and a tiny model of each is loaded and decoded by strata, its
+f32 logits matching the numpy reference (reference_kimi.py). Tiny presets only (k2-slice,
+48b-slice and k3-slice are gigabytes): every model here takes well under two seconds."""
 from __future__ import annotations
 
 import subprocess
@@ -536,3 +540,368 @@ def test_deepseek2_flags_are_refused_for_the_llama_family(tmp_path, flag):
     assert result.returncode == 2
     assert f"{flag[0]} is only for --arch deepseek2" in result.stderr.splitlines()[0]
     assert _mk(tmp_path / "k.gguf", "--arch", "qwen2", "--preset", "k2-slice", check=False).returncode == 2
+
+
+# --- kimi-linear / kimi-k3 (lib/model/kimi_linear.md) ---
+
+KIMI_TINY = dict(n_embd=256, n_layer=4, n_ff=512, n_vocab=300, n_head=4, n_ctx=4096, head_dim=64, conv_kernel=4,
+                 kv_lora=256, qk_nope=64, qk_rope=32, v_head_dim=64, n_ff_exp=256, n_expert=8, n_expert_used=2,
+                 n_expert_shared=1, n_dense_lead=1, mla_layers=(2,))
+KIMI_K3_TINY = dict(q_lora=256, latent=128, attn_res_block=2, situ=(4.0, 25.0), gate_lower_bound=-5.0)
+
+
+def kimi_shape(arch: str, **changes) -> dict:
+    shape = dict(KIMI_TINY, q_lora=0, latent=0, attn_res_block=0)
+    if arch == "kimi-k3":
+        shape.update(KIMI_K3_TINY)
+    shape.update(changes)
+    return shape
+
+
+def expected_kimi_tensors(arch, n_embd, n_layer, n_ff, n_vocab, n_head, head_dim, conv_kernel, kv_lora, qk_nope,
+                          qk_rope, v_head_dim, n_ff_exp, n_expert, n_expert_shared, n_dense_lead, mla_layers, q_lora,
+                          latent, attn_res_block, **_) -> dict[str, tuple[tuple[int, ...], str]]:
+    """name -> (ne, kind), from the tensor tables of lib/model/kimi_linear.md (ggml ne, innermost first)."""
+    k3 = arch == "kimi-k3"
+    E, H, dk, K, C, R, N, Vd = n_embd, n_head, head_dim, conv_kernel, kv_lora, qk_rope, qk_nope, v_head_dim
+    D = H * dk
+    Le = latent if k3 and latent > 0 else E
+    t = {"token_embd.weight": ((E, n_vocab), W), "output_norm.weight": ((E,), F32),
+         "output.weight": ((E, n_vocab), W)}
+    if k3 and attn_res_block > 0:
+        t["output_res_score.weight"] = ((E,), F32)
+    for i in range(n_layer):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = ((E,), F32)
+        t[p + "ffn_norm.weight"] = ((E,), F32)
+        if k3 and attn_res_block > 0:
+            t[p + "attn_res_score.weight"] = ((E,), F32)
+            t[p + "ffn_res_score.weight"] = ((E,), F32)
+        if i not in mla_layers:  # KDA
+            for n in "qkv":
+                t[p + f"attn_{n}.weight"] = ((E, D), W)
+                t[p + f"ssm_conv1d_{n}.weight"] = ((K, 1, D) if k3 else (K, 1, D, 1), F32)
+            t[p + "ssm_f_a.weight"] = ((E, dk), W)
+            t[p + "ssm_f_b.weight"] = ((dk, D), W)
+            t[p + "ssm_dt.bias"] = ((D,), F32)
+            t[p + "ssm_a"] = ((H,) if k3 else (1, H, 1, 1), F32)
+            t[p + "ssm_beta.weight"] = ((E, H), W)
+            if k3:
+                t[p + "ssm_g.weight"] = ((E, D), W)
+            else:
+                t[p + "ssm_g_a.weight"] = ((E, dk), W)
+                t[p + "ssm_g_b.weight"] = ((dk, D), W)
+            t[p + "ssm_norm.weight"] = ((dk,), F32)
+            t[p + "attn_output.weight"] = ((D, E), W)
+        else:  # MLA
+            if q_lora:
+                t[p + "attn_q_a.weight"] = ((E, q_lora), W)
+                t[p + "attn_q_a_norm.weight"] = ((q_lora,), F32)
+                t[p + "attn_q_b.weight"] = ((q_lora, H * (N + R)), W)
+            else:
+                t[p + "attn_q.weight"] = ((E, H * (N + R)), W)
+            t[p + "attn_kv_a_mqa.weight"] = ((E, C + R), W)
+            t[p + "attn_kv_a_norm.weight"] = ((C,), F32)
+            t[p + "attn_k_b.weight"] = ((N, C, H), W)
+            t[p + "attn_v_b.weight"] = ((C, Vd, H), W)
+            if k3:
+                t[p + "attn_gate.weight"] = ((E, H * Vd), W)
+            t[p + "attn_output.weight"] = ((H * Vd, E), W)
+        if i < n_dense_lead:
+            t[p + "ffn_gate.weight"] = ((E, n_ff), W)
+            t[p + "ffn_up.weight"] = ((E, n_ff), W)
+            t[p + "ffn_down.weight"] = ((n_ff, E), W)
+            continue
+        t[p + "ffn_gate_inp.weight"] = ((E, n_expert), F32)
+        t[p + "exp_probs_b.bias"] = ((n_expert,), F32)
+        if k3 and latent > 0:
+            t[p + "ffn_routed_down.weight"] = ((E, latent), W)
+            t[p + "ffn_routed_up.weight"] = ((latent, E), W)
+            t[p + "ffn_routed_norm.weight"] = ((latent,), F32)
+        t[p + "ffn_gate_exps.weight"] = ((Le, n_ff_exp, n_expert), W)
+        t[p + "ffn_up_exps.weight"] = ((Le, n_ff_exp, n_expert), W)
+        t[p + "ffn_down_exps.weight"] = ((n_ff_exp, Le, n_expert), W)
+        if n_expert_shared:
+            sh = n_ff_exp * n_expert_shared
+            t[p + "ffn_gate_shexp.weight"] = ((E, sh), W)
+            t[p + "ffn_up_shexp.weight"] = ((E, sh), W)
+            t[p + "ffn_down_shexp.weight"] = ((sh, E), W)
+    return t
+
+
+U32_ARRAY = "u32 array"
+
+
+def expected_kimi_keys(arch, n_embd, n_layer, n_ff, n_vocab, n_head, n_ctx, head_dim, conv_kernel, kv_lora, qk_nope,
+                       qk_rope, v_head_dim, n_ff_exp, n_expert, n_expert_used, n_expert_shared, n_dense_lead,
+                       mla_layers, q_lora, latent, attn_res_block, situ=(4.0, 25.0), gate_lower_bound=-5.0,
+                       weights_scale=None, weights_norm=True, **_) -> dict[str, tuple[object, object]]:
+    """Every kimi-linear.* / kimi-k3.* key -> (value, type), from the metadata table of
+    lib/model/kimi_linear.md as the converters (and tests/python/_synth_kimi.py) write them."""
+    k3 = arch == "kimi-k3"
+    k = {"context_length": (n_ctx, U32), "embedding_length": (n_embd, U32), "block_count": (n_layer, U32),
+         "vocab_size": (n_vocab, U32), "feed_forward_length": (n_ff, U32), "attention.head_count": (n_head, U32),
+         "attention.head_count_kv": ([1 if i in mla_layers else 0 for i in range(n_layer)], U32_ARRAY),
+         "attention.layer_norm_rms_epsilon": (1e-5, F32V), "attention.kv_lora_rank": (kv_lora, U32),
+         "attention.key_length_mla": (qk_nope + qk_rope, U32), "attention.value_length_mla": (v_head_dim, U32),
+         "attention.key_length": (kv_lora + qk_rope, U32), "rope.dimension_count": (qk_rope, U32),
+         "rope.freq_base": (10000.0, F32V), "ssm.conv_kernel": (conv_kernel, U32), "kda.head_dim": (head_dim, U32),
+         "leading_dense_block_count": (n_dense_lead, U32)}
+    if q_lora:
+        k["attention.q_lora_rank"] = (q_lora, U32)
+    if n_layer > n_dense_lead:
+        k.update({"expert_count": (n_expert, U32), "expert_used_count": (n_expert_used, U32),
+                  "expert_shared_count": (n_expert_shared, U32), "expert_feed_forward_length": (n_ff_exp, U32),
+                  "expert_gating_func": (2, U32),
+                  "expert_weights_scale": ((1.0 if k3 else 2.446) if weights_scale is None else weights_scale, F32V)})
+        if k3:
+            k["expert_weights_norm"] = (weights_norm, BOOL)
+    if k3:
+        k.update({"attention.value_length": (kv_lora, U32), "kda.gate_lower_bound": (gate_lower_bound, F32V),
+                  "expert_latent_length": (latent, U32), "activation.situ_beta": (situ[0], F32V),
+                  "activation.situ_linear_beta": (situ[1], F32V), "attn_res.block_size": (attn_res_block, U32)})
+    return {f"{arch}.{key}": v for key, v in k.items()}
+
+
+# Value ranges _synth_kimi.py draws (and the numpy reference's checks rely on): ssm_a = -exp(A_log)
+# with exp(A_log) uniform in a_range, ssm_dt.bias uniform in dt_bias, the selection bias in +-0.1.
+KIMI_RANGES = {"kimi-linear": dict(ssm_a=(-1.0, -0.1), dt=(-1.0, 1.0)),
+               "kimi-k3": dict(ssm_a=(-2.0, -0.5), dt=(-4.0, 0.0))}
+
+
+def _check_kimi(path: Path, arch: str, wtype: str, shape: dict, keys: dict, preset="tiny"):
+    r = gguf.GGUFReader(path)
+    want = expected_kimi_tensors(arch, **shape)
+    assert {t.name: tuple(int(d) for d in t.shape) for t in r.tensors} == {n: ne for n, (ne, _) in want.items()}
+    ranges = KIMI_RANGES[arch]
+    for t in r.tensors:
+        ne, kind = want[t.name]
+        expect = "f32" if kind == F32 else weight_type(wtype, ne[0])
+        assert t.tensor_type == TYPES[expect], (t.name, t.tensor_type, expect)
+        values = gguf.quants.dequantize(t.data, t.tensor_type)
+        assert np.isfinite(values).all() and values.std() > 0, t.name
+        lo, hi = {"ssm_a": ranges["ssm_a"], "ssm_dt.bias": ranges["dt"], "exp_probs_b.bias": (-0.1, 0.1)}.get(
+            t.name.split(".", 2)[-1], (0.8, 1.2) if t.name.endswith("norm.weight") else (-np.inf, np.inf))
+        assert lo <= values.min() and values.max() <= hi, t.name
+    got = {}
+    for k in r.fields:
+        if k.startswith(arch + "."):
+            f = r.fields[k]
+            vtype = U32_ARRAY if f.types == [gguf.GGUFValueType.ARRAY, U32] else f.types[0]
+            got[k] = (_value(r, k), vtype)
+    assert set(got) == set(keys)
+    for k, (value, vtype) in keys.items():
+        assert got[k][1] == vtype, k
+        if vtype == F32V:
+            assert got[k][0] == pytest.approx(value, rel=1e-6), k
+        else:
+            assert got[k][0] == value, k
+    other = {"kimi-linear", "kimi-k3"} - {arch}
+    assert not any(k.startswith(o + ".") for k in r.fields for o in other | {"deepseek2"})
+    assert _value(r, "general.architecture") == arch
+    assert _value(r, "general.name") == f"strata-synthetic-{arch}-{preset}"
+    assert _value(r, "general.file_type") == {"iq1_s": 24, "q8_0": 7, "f16": 1, "bf16": 32, "f32": 0}[wtype]
+    assert len(_value(r, "tokenizer.ggml.tokens")) == shape["n_vocab"]
+    return r
+
+
+KIMI_ARCHS = ["kimi-linear", "kimi-k3"]
+
+
+@pytest.mark.parametrize("wtype", ["iq1_s", "q8_0", "f16"])
+@pytest.mark.parametrize("arch", KIMI_ARCHS)
+def test_kimi_tiny_has_the_tensors_types_and_keys_of_the_spec(tmp_path, arch, wtype):
+    out = tmp_path / "m.gguf"
+    result = _mk(out, "--arch", arch, "--preset", "tiny", "--type", wtype)
+    shape = kimi_shape(arch)
+    r = _check_kimi(out, arch, wtype, shape, expected_kimi_keys(arch, **shape))
+    assert _value(r, f"{arch}.attention.head_count_kv") == [0, 0, 1, 0]
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == len(r.tensors)
+    fallbacks = sorted(line.split()[1] for line in lines if "do not fit" in line)
+    if wtype != "iq1_s":
+        assert fallbacks == []
+    elif arch == "kimi-linear":  # rows of dk = 64 (ssm_f_b, ssm_g_b) and qk_nope = 64 (attn_k_b)
+        assert fallbacks == sorted([f"blk.{i}.ssm_{n}_b.weight" for i in (0, 1, 3) for n in "fg"] +
+                                   ["blk.2.attn_k_b.weight"])
+    else:  # ... and the latent experts' rows of 128 (gate, up, routed_up)
+        assert fallbacks == sorted([f"blk.{i}.ssm_f_b.weight" for i in (0, 1, 3)] + ["blk.2.attn_k_b.weight"] +
+                                   [f"blk.{i}.ffn_{n}.weight" for i in (1, 2, 3)
+                                    for n in ("gate_exps", "up_exps", "routed_up")])
+        assert all(" q8_0 " in line for line in lines if "do not fit" in line)
+
+
+def test_kimi_flags_shape_the_layers(tmp_path):
+    out = tmp_path / "m.gguf"
+    flags = dict(n_layer=5, n_dense_lead=2, head_dim=32, conv_kernel=3, n_head=8, kv_lora=128, qk_nope=32,
+                 qk_rope=16, v_head_dim=32, n_ff_exp=128, n_expert=4, n_expert_used=3, n_expert_shared=2, q_lora=64)
+    args = ["--n-layer", "5", "--n-dense-lead", "2", "--kda-head-dim", "32", "--conv-kernel", "3", "--n-head", "8",
+            "--kv-lora", "128", "--qk-nope", "32", "--qk-rope", "16", "--v-head-dim", "32", "--n-ff-exp", "128",
+            "--n-expert", "4", "--n-expert-used", "3", "--n-expert-shared", "2", "--q-lora", "64",
+            "--mla-layers", "4,0", "--weights-scale", "1.5"]
+    _mk(out, "--arch", "kimi-linear", "--preset", "tiny", "--type", "q8_0", *args)
+    shape = kimi_shape("kimi-linear", **flags, mla_layers=(0, 4))
+    r = _check_kimi(out, "kimi-linear", "q8_0", shape, expected_kimi_keys("kimi-linear", **shape, weights_scale=1.5))
+    assert _value(r, "kimi-linear.attention.head_count_kv") == [1, 0, 0, 0, 1]
+    assert _value(r, "kimi-linear.attention.q_lora_rank") == 64
+
+    k3 = tmp_path / "k3.gguf"
+    _mk(k3, "--arch", "kimi-k3", "--preset", "tiny", "--type", "q8_0", "--latent", "0", "--attn-res-block", "0",
+        "--situ-beta", "2", "--situ-linear-beta", "0", "--gate-lower-bound", "-3", "--no-weights-norm",
+        "--mla-layers", "none", "--n-dense-lead", "0", "--q-lora", "0")
+    shape = kimi_shape("kimi-k3", latent=0, attn_res_block=0, mla_layers=(), n_dense_lead=0, q_lora=0,
+                       situ=(2.0, 0.0), gate_lower_bound=-3.0)
+    keys = expected_kimi_keys("kimi-k3", **shape, weights_norm=False)
+    r = _check_kimi(k3, "kimi-k3", "q8_0", shape, keys)
+    names = {t.name for t in r.tensors}
+    assert "blk.0.ffn_gate_exps.weight" in names and not any("res_score" in n or "routed" in n for n in names)
+
+
+def test_kimi_rows_that_fit_no_block_fall_back_to_q8_0_or_f16(tmp_path):
+    out = tmp_path / "m.gguf"
+    # dk 48: ssm_f_b / ssm_g_b rows of 48 (f16), attn_output rows of 4 * 48 = 192 (q8_0); qk_nope 40:
+    # attn_k_b rows of 40 (f16); experts' down rows of 96 (q8_0); shared down rows of 192 (q8_0)
+    flags = ["--kda-head-dim", "48", "--qk-nope", "40", "--n-ff-exp", "96", "--n-expert-shared", "2"]
+    result = _mk(out, "--arch", "kimi-linear", "--preset", "tiny", *flags)
+    shape = kimi_shape("kimi-linear", head_dim=48, qk_nope=40, n_ff_exp=96, n_expert_shared=2)
+    r = _check_kimi(out, "kimi-linear", "iq1_s", shape, expected_kimi_keys("kimi-linear", **shape))
+    types = {t.name: t.tensor_type for t in r.tensors}
+    Q = gguf.GGMLQuantizationType
+    assert types["blk.0.ssm_f_b.weight"] == Q.F16 and types["blk.1.ssm_g_b.weight"] == Q.F16
+    assert types["blk.0.attn_output.weight"] == Q.Q8_0 and types["blk.2.attn_k_b.weight"] == Q.F16
+    assert types["blk.3.ffn_down_exps.weight"] == Q.Q8_0 and types["blk.3.ffn_up_exps.weight"] == Q.IQ1_S
+    assert types["blk.1.ffn_down_shexp.weight"] == Q.Q8_0 and types["blk.0.attn_q.weight"] == Q.IQ1_S
+    assert types["blk.0.ssm_conv1d_q.weight"] == Q.F32 and types["blk.0.ssm_a"] == Q.F32
+    assert "blk.3.ffn_down_exps.weight" in result.stderr and "rows of 96 do not fit iq1_s" in result.stderr
+
+
+@pytest.mark.parametrize("arch,preset", [("kimi-linear", "48b-slice"), ("kimi-k3", "k3-slice")])
+def test_kimi_slice_presets_keys(tmp_path, arch, preset):
+    """The slice presets' layer pattern, routing and K3 keys (dimensions shrunk: the real slices are GBs)."""
+    out = tmp_path / "m.gguf"
+    small = dict(n_embd=256, n_head=2, kv_lora=256, n_ff=256, n_ff_exp=256, n_expert=16, n_vocab=384)
+    if arch == "kimi-k3":
+        small.update(q_lora=256, latent=256)
+    flags = [a for k, v in small.items() for a in ("--" + k.replace("_", "-"), str(v))]
+    _mk(out, "--arch", arch, "--preset", preset, "--type", "q8_0", *flags)
+    shape = kimi_shape(arch, **small, n_layer=4, n_ctx=1048576, head_dim=128, qk_nope=128, qk_rope=64,
+                       v_head_dim=128, mla_layers=(3,), n_dense_lead=1)
+    if arch == "kimi-k3":
+        # attn_res block 12 capped at the 4 layers: both bank only at layer 0
+        shape.update(n_expert_used=16, n_expert_shared=2, attn_res_block=4)
+    else:
+        shape.update(n_expert_used=8, n_expert_shared=1, q_lora=0)
+    _check_kimi(out, arch, "q8_0", shape, expected_kimi_keys(arch, **shape), preset=preset)
+
+
+def test_kimi_same_seed_same_file(tmp_path):
+    a, b, c = tmp_path / "a.gguf", tmp_path / "b.gguf", tmp_path / "c.gguf"
+    for path, seed in ((a, 4), (b, 4), (c, 5)):
+        _mk(path, "--arch", "kimi-k3", "--preset", "tiny", "--seed", str(seed), "--type", "q8_0")
+    assert a.read_bytes() == b.read_bytes() != c.read_bytes()
+
+
+@pytest.mark.parametrize("arch", KIMI_ARCHS)
+def test_kimi_tiny_loads_and_decodes_in_strata(tmp_path, arch):
+    """strata reads what mkmodel writes: the iq1_s model decodes (finite logits, prefill then
+    incremental); the f32 one gives the numpy reference's logits (reference_kimi, which reads the
+    file with the gguf package)."""
+    strata = pytest.importorskip("strata")
+    from reference_kimi import ReferenceKimi
+
+    toks = [1, 17, 200, 33, 5, 250, 99, 42]
+    iq1 = tmp_path / "iq1.gguf"
+    _mk(iq1, "--arch", arch, "--preset", "tiny")
+    with strata.Model(str(iq1)) as m, m.session(n_ctx=64, n_threads=2) as s:
+        assert s.n_vocab == 300
+        s.decode(toks[:5])
+        s.decode(toks[5:6])
+        nxt = s.decode_sample(toks[6:])
+        assert 0 <= nxt < 300
+        s.decode([nxt])
+        assert np.isfinite(s.logits).all() and s.logits.std() > 0
+
+    f32 = tmp_path / "f32.gguf"
+    _mk(f32, "--arch", arch, "--preset", "tiny", "--type", "f32", "--seed", "9")
+    ref = ReferenceKimi(str(f32), kv_round="f16").full(toks)
+    with strata.Model(str(f32)) as m, m.session(n_ctx=64, n_threads=2) as s:
+        s.decode(toks[:5], all_logits=True)
+        got = [s.logits]
+        for t in toks[5:]:
+            s.decode([t])
+            got.append(s.logits)
+    got = np.concatenate(got)
+    assert got.shape == ref.shape == (len(toks), 300)
+    rel = np.sqrt(np.mean((got - ref) ** 2) / np.mean(ref ** 2))
+    assert rel < 1e-4, rel
+
+
+KIMI_BAD = [
+    (["--n-expert-used", "9"], "--n-expert-used"),
+    (["--n-dense-lead", "5"], "--n-dense-lead"),
+    (["--mla-layers", "4"], "--mla-layers"),                          # past the 4 layers
+    (["--mla-layers", "1,1"], "twice"),
+    (["--mla-layers", "a,2"], "--mla-layers"),
+    (["--mla-layers", "-1"], "--mla-layers"),
+    (["--n-layer", "2"], "--mla-layers"),                             # the preset's MLA layer 2 is gone
+    (["--kda-head-dim", "0"], "--kda-head-dim"),
+    (["--conv-kernel", "65"], "--conv-kernel"),
+    (["--n-embd", "320"], "--n-embd"),                                 # 320 % 256 (iq1_s)
+    (["--n-head-kv", "1"], "--n-head-kv"),
+    (["--head-dim", "64"], "--kda-head-dim"),
+    (["--gating", "softmax"], "--gating"),
+    (["--n-group", "2", "--n-group-used", "1"], "--n-group"),
+    (["--legacy-kv-b"], "--legacy-kv-b"),
+    (["--no-score-bias"], "--no-score-bias"),
+    (["--rope-scaling", "yarn", "--rope-factor", "4"], "--rope-scaling"),
+    (["--tied-output"], "--tied-output"),
+    (["--preset", "k2-slice"], "unknown preset"),
+    (["--n-expert", "0"], "--n-expert"),
+    (["--n-expert", "100000"], "--n-expert"),
+    (["--n-expert-shared", "65"], "--n-expert-shared"),
+    (["--kv-lora", "0"], "--kv-lora"),
+    (["--weights-scale", "-1"], "--weights-scale"),
+    (["--n-vocab", "100"], "--n-vocab"),
+]
+K3_BAD = [
+    (["--latent", "512"], "--latent"),                                  # wider than n_embd 256
+    (["--attn-res-block", "5"], "--attn-res-block"),                   # more than the 4 layers
+    (["--situ-beta", "0"], "--situ-beta"),
+    (["--situ-beta", "nan"], "--situ-beta"),
+    (["--situ-linear-beta", "inf"], "--situ-linear-beta"),
+    (["--gate-lower-bound", "0"], "--gate-lower-bound"),
+    (["--gate-lower-bound", "x"], "--gate-lower-bound"),
+    (["--preset", "48b-slice"], "unknown preset"),
+]
+LINEAR_ONLY_BAD = [([flag, value], f"{flag} is only for --arch kimi-k3")
+                   for flag, value in (("--latent", "64"), ("--attn-res-block", "2"), ("--situ-beta", "4"),
+                                       ("--situ-linear-beta", "25"), ("--gate-lower-bound", "-5"))] + \
+                  [(["--no-weights-norm"], "--no-weights-norm is only for --arch kimi-k3"),
+                   (["--preset", "k3-slice"], "unknown preset")]
+KIMI_BAD_CASES = ([("kimi-linear", a, n) for a, n in KIMI_BAD + LINEAR_ONLY_BAD] +
+                  [("kimi-k3", a, n) for a, n in KIMI_BAD + K3_BAD])
+
+
+@pytest.mark.parametrize("arch,args,needle", KIMI_BAD_CASES,
+                         ids=[f"{arch} {' '.join(a)}" for arch, a, _ in KIMI_BAD_CASES])
+def test_kimi_bad_flags_exit_2_with_a_message_naming_them(tmp_path, arch, args, needle):
+    out = tmp_path / "m.gguf"
+    result = _mk(out, "--arch", arch, "--preset", "tiny", *args, check=False)
+    assert result.returncode == 2, result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("strata-mkmodel: ") and needle in first, first
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+K3_FLAGS = ("--latent", "--attn-res-block", "--situ-beta", "--situ-linear-beta", "--gate-lower-bound")
+
+
+@pytest.mark.parametrize("arch", ["llama", "deepseek2"])
+@pytest.mark.parametrize("flag", [["--kda-head-dim", "64"], ["--conv-kernel", "4"], ["--mla-layers", "1"],
+                                  ["--latent", "64"], ["--attn-res-block", "2"], ["--situ-beta", "4"],
+                                  ["--situ-linear-beta", "25"], ["--gate-lower-bound", "-5"]])
+def test_kimi_flags_are_refused_for_the_other_archs(tmp_path, arch, flag):
+    result = _mk(tmp_path / "m.gguf", "--arch", arch, "--preset", "tiny", *flag, check=False)
+    assert result.returncode == 2
+    which = "kimi-k3" if flag[0] in K3_FLAGS else "kimi-linear and kimi-k3"
+    assert f"{flag[0]} is only for --arch {which}" in result.stderr.splitlines()[0]
