@@ -116,8 +116,9 @@ Options parse_args(int argc, char** argv) {
 
 // What one decoded token reads from the weights, from the tensors the forward pass binds.
 struct ByteCount {
-    uint64_t attention = 0;  // wq, wk, wv, wo of every layer
-    uint64_t ffn = 0;        // w_gate, w_up, w_down of every layer
+    uint64_t attention = 0;  // every attention matrix of every layer (gqa, latent or KDA)
+    uint64_t ffn = 0;        // dense FFNs, routers, shared experts, and the chosen routed experts
+    uint64_t experts_all = 0;  // routed experts stored (MoE layers), of which ffn counts n_used / n_expert
     uint64_t head = 0;       // output.weight, or token_embd.weight when tied (all of it: every logit)
     std::string head_name, head_type;
     bool tied = false;
@@ -142,9 +143,25 @@ ByteCount count_bytes(const gguf::ModelFile& file, const model::Hparams& hp, exe
     };
     auto vec_bytes = [](const std::vector<float>& v) { return uint64_t(v.size() * sizeof(float)); };
     for (const model::LayerWeights& L : w.layers) {
-        for (const model::WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo}) add(*v, c.attention);
-        for (const model::WeightView* v : {&L.w_gate, &L.w_up, &L.w_down}) add(*v, c.ffn);
-        for (const auto* v : {&L.attn_norm, &L.ffn_norm, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm})
+        for (const model::WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wo, &L.wq_a, &L.wq_b, &L.wkv_a, &L.wk_b, &L.wv_b,
+                                           &L.attn_gate, &L.f_a, &L.f_b, &L.w_beta, &L.g_a, &L.g_b, &L.g_full})
+            if (v->present()) add(*v, c.attention);
+        for (const model::WeightView* v : {&L.w_gate, &L.w_up, &L.w_down, &L.gate_inp, &L.gate_shexp, &L.up_shexp,
+                                           &L.down_shexp, &L.routed_down, &L.routed_up})
+            if (v->present()) add(*v, c.ffn);
+        if (L.moe) {
+            // Decode reads only the chosen experts: n_used of n_expert matrices of each stack.
+            for (const model::WeightView* v : {&L.gate_exps, &L.up_exps, &L.down_exps}) {
+                const uint64_t active = v->mat_stride * uint64_t(hp.moe.n_expert_used);
+                c.ffn += active;
+                c.experts_all += v->nbytes;
+                auto& e = c.by_type[gguf::ggml_type_name(v->type)];
+                e.first += int(hp.moe.n_expert_used);
+                e.second += active;
+            }
+        }
+        for (const auto* v : {&L.attn_norm, &L.ffn_norm, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.q_a_norm,
+                              &L.kv_a_norm, &L.exp_probs_b, &L.ssm_norm, &L.dt_bias, &L.routed_norm})
             c.norm_bias_f32 += vec_bytes(*v);
     }
     c.norm_bias_f32 += vec_bytes(w.output_norm);
@@ -155,7 +172,7 @@ ByteCount count_bytes(const gguf::ModelFile& file, const model::Hparams& hp, exe
     c.embd_row = w.token_embd.row_bytes;
     // Tied: the head already counts all of token_embd, the embedding row is a second read of one row.
     c.embd_rest = c.tied ? 0 : w.token_embd.nbytes - w.token_embd.row_bytes;
-    c.kv_per_position = exec::kv_row_bytes(kv, hp.n_head_kv, hp.head_dim) * 2 * uint64_t(hp.n_layer);
+    c.kv_per_position = exec::kv_bytes_per_position_range(hp, kv, 0, hp.n_layer);
     return c;
 }
 
@@ -345,14 +362,17 @@ int main(int argc, char** argv) try {
         types_counted += (types_counted.empty() ? "" : ", ") + type + ": " + std::to_string(e.first) + " matrices " +
                          mb(e.second);
     const std::string counted =
-        "weight bytes per decoded token = nbytes of wq, wk, wv, wo, ffn_gate, ffn_up, ffn_down of all " +
-        std::to_string(hp.n_layer) + " layers + all of " + bytes.head_name + (bytes.tied ? " (tied output)" : "") +
+        "weight bytes per decoded token = nbytes of every attention and FFN matrix of all " +
+        std::to_string(hp.n_layer) + " layers (MoE layers: the router, the shared experts and " +
+        std::to_string(hp.moe.n_expert_used) + " of " + std::to_string(hp.moe.n_expert) +
+        " routed experts, active experts only, of " + std::to_string(bytes.experts_all) +
+        " B of routed experts stored) + all of " + bytes.head_name + (bytes.tied ? " (tied output)" : "") +
         " + one token_embd row; not counted: norm/bias vectors (f32 copies, " + std::to_string(bytes.norm_bias_f32) +
         " B), KV cache reads (" + std::to_string(bytes.kv_per_position) +
         " B per past position), activations; not read: the other token_embd rows";
 
-    std::printf("\nmodel %s: %s, %lld layers, n_embd %lld, n_ff %lld, n_vocab %lld, %zu shard(s), %s in files\n",
-                o.model.c_str(), general_name.c_str(), (long long)hp.n_layer, (long long)hp.n_embd, (long long)hp.n_ff,
+    std::printf("\nmodel %s: %s (%s), %lld layers, n_embd %lld, n_ff %lld, n_vocab %lld, %zu shard(s), %s in files\n",
+                o.model.c_str(), general_name.c_str(), hp.arch.name, (long long)hp.n_layer, (long long)hp.n_embd, (long long)hp.n_ff,
                 (long long)hp.n_vocab, file->shards().size(), mb(file_bytes).c_str());
     for (size_t i = 0; i < digests.size(); ++i)
         std::printf("  shard %zu sha256 %s  %s\n", i, digests[i].c_str(), file->shards()[i].path.c_str());
