@@ -68,10 +68,6 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
     if (n_mla > 0) latent_ = LatentCache(params.kv_type, n_mla, n_ctx_, hp_.mla.kv_lora_rank, hp_.rope.n_rot);
     if (n_kda > 0) kda_ = KdaState(n_kda, hp_.n_head, hp_.kda.head_dim, hp_.kda.conv_kernel);
     if (!hp_.is_mla()) kv_ = KvCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.n_head_kv, hp_.head_dim);
-    if (hp_.attn_res_block > 0 && (w_.first_layer != 0 || !w_.last_stage))
-        fail(Status::unsupported, "this model uses attention residuals (attn_res.block_size " +
-                                      std::to_string(hp_.attn_res_block) +
-                                      "), whose banked checkpoints do not cross pipeline stages yet: run every layer in one stage");
     for_each_buffer(hp_, dense, n_batch_, n_ctx_, *s_, [](std::vector<float>& b, int64_t floats, bool) {
         b.resize(size_t(floats));
     });
@@ -82,8 +78,16 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
 
 Context::~Context() = default;
 
+int64_t Context::banks_before(int64_t layer) const {
+    const int64_t B = hp_.attn_res_block;
+    return B > 0 ? (layer + B - 1) / B : 0;  // banked layers 0, B, 2B, ... below `layer`
+}
+
+int64_t Context::hidden_in_width() const { return hp_.n_embd * (1 + banks_before(w_.first_layer)); }
+int64_t Context::hidden_out_width() const { return hp_.n_embd * (1 + banks_before(w_.last_layer)); }
+
 int64_t Context::output_floats(int64_t n_tokens, bool all_logits) const {
-    if (!w_.last_stage) return n_tokens * hp_.n_embd;
+    if (!w_.last_stage) return n_tokens * hidden_out_width();
     return (all_logits ? n_tokens : 1) * hp_.n_vocab;
 }
 
@@ -129,6 +133,7 @@ void Context::decode(std::span<const int32_t> tokens, float* out, bool all_logit
         const int64_t m = std::min(n_batch_, n - c0);
         for (int64_t t = 0; t < m; ++t)
             quant::dequantize_row(w_.token_embd.type, w_.token_embd.row(tokens[size_t(c0 + t)]), s_->x.data() + t * E, E);
+        n_bank_ = 0;
         run_layers(s_->x.data(), m);
         write_output(s_->x.data(), m, c0, n, out, all_logits);
     }
@@ -137,10 +142,17 @@ void Context::decode(std::span<const int32_t> tokens, float* out, bool all_logit
 void Context::forward_hidden(const float* hidden_in, int64_t n, float* out, bool all_logits) {
     check_room(n);
     if (!hidden_in || !out) fail(Status::invalid_argument, "forward_hidden: null buffer");
-    const int64_t E = hp_.n_embd;
+    const int64_t E = hp_.n_embd, W = hidden_in_width(), nb = banks_before(w_.first_layer);
     for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
         const int64_t m = std::min(n_batch_, n - c0);
-        std::memcpy(s_->x.data(), hidden_in + c0 * E, size_t(m * E) * sizeof(float));
+        // Each row: the stream, then (attention residuals) the checkpoints banked so far.
+        for (int64_t t = 0; t < m; ++t) {
+            const float* row = hidden_in + (c0 + t) * W;
+            std::memcpy(s_->x.data() + t * E, row, size_t(E) * sizeof(float));
+            if (nb > 0)
+                std::memcpy(s_->bank.data() + t * max_bank() * E, row + E, size_t(nb * E) * sizeof(float));
+        }
+        n_bank_ = nb;
         run_layers(s_->x.data(), m);
         write_output(s_->x.data(), m, c0, n, out, all_logits);
     }
@@ -149,7 +161,12 @@ void Context::forward_hidden(const float* hidden_in, int64_t n, float* out, bool
 void Context::write_output(const float* x, int64_t n, int64_t first, int64_t n_total, float* out, bool all_logits) {
     const int64_t E = hp_.n_embd;
     if (!w_.last_stage) {
-        std::memcpy(out + first * E, x, size_t(n * E) * sizeof(float));
+        const int64_t W = hidden_out_width();
+        for (int64_t t = 0; t < n; ++t) {
+            float* row = out + (first + t) * W;
+            std::memcpy(row, x + t * E, size_t(E) * sizeof(float));
+            if (n_bank_ > 0) std::memcpy(row + E, s_->bank.data() + t * max_bank() * E, size_t(n_bank_ * E) * sizeof(float));
+        }
         return;
     }
     if (all_logits) {
@@ -167,7 +184,6 @@ void Context::run_layers(float* x, int64_t n) {
     if (n_past_ == 0 && kda_.bytes() > 0) kda_.zero();  // a new sequence (reset or truncate to 0)
     for (int64_t t = 0; t < n; ++t) s_->rope->angles(n_past_ + t, s_->cos.data() + t * P, s_->sin.data() + t * P);
     const int64_t B = hp_.attn_res_block;
-    n_bank_ = 0;
     for (size_t li = 0; li < w_.layers.size(); ++li) {
         const model::LayerWeights& L = w_.layers[li];
         const int64_t il = w_.first_layer + int64_t(li);

@@ -12,7 +12,7 @@
 // later stages from hidden states (forward_hidden). What a call writes to `out`:
 //   the stage ends at the last layer: logits, of the last token (n_vocab floats) or of every
 //   token (n * n_vocab) when all_logits;
-//   otherwise: the hidden states of every token (n * n_embd), whatever all_logits says.
+//   otherwise: the hidden states of every token (n * hidden_out_width()), whatever all_logits says.
 // output_floats() says how many. Errors leave the context unchanged: bad token ids, context
 // overflow and calls to the wrong stage throw Error(invalid_argument) before anything runs.
 #pragma once
@@ -70,6 +70,11 @@ public:
     bool is_last_stage() const { return w_.last_stage; }
     int n_threads() const { return backend_->n_threads(); }
     int64_t output_floats(int64_t n_tokens, bool all_logits) const;
+    // Floats per token of the hidden states a stage takes (forward_hidden) and hands on (a stage
+    // that does not end the model): n_embd, plus with attention residuals (K3) the checkpoints
+    // banked before the stage's first / after its last layer, n_embd each, after the stream.
+    int64_t hidden_in_width() const;
+    int64_t hidden_out_width() const;
 
     // First stage only. Runs tokens at positions n_past..n_past+n-1 and appends them to the cache.
     void decode(std::span<const int32_t> tokens, float* out, bool all_logits = false);
@@ -107,6 +112,7 @@ private:
     // banked checkpoints and x itself, scored with w.
     void attn_res_mix(const float* x, const float* w, int64_t n, float* out);
     int64_t max_bank() const;
+    int64_t banks_before(int64_t layer) const;
     // The FFN activation in place: SwiGLU, or SiTU where the model gives its betas (K3).
     void activate(float* gate, const float* up, int64_t n) const;
     // FFN blocks: s_->xn -> s_->proj.

@@ -433,13 +433,13 @@ struct Head::Impl {
                 if (options.wire_dtype == transport::DType::f32) {
                     // The head's layers write straight into the bytes that go on the wire.
                     f.hidden.dtype = transport::DType::f32;
-                    f.hidden.dims = {uint64_t(count), uint64_t(hp.n_embd)};
-                    f.hidden.data.resize(count * size_t(hp.n_embd) * sizeof(float));
+                    f.hidden.dims = {uint64_t(count), uint64_t(ctx->hidden_out_width())};
+                    f.hidden.data.resize(count * size_t(ctx->hidden_out_width()) * sizeof(float));
                     ctx->decode(part_tokens, reinterpret_cast<float*>(f.hidden.data.data()));
                 } else {
-                    hidden.resize(count * size_t(hp.n_embd));
+                    hidden.resize(count * size_t(ctx->hidden_out_width()));
                     ctx->decode(part_tokens, hidden.data());
-                    f.hidden = encode_hidden(hidden, count, uint64_t(hp.n_embd), options.wire_dtype);
+                    f.hidden = encode_hidden(hidden, count, uint64_t(ctx->hidden_out_width()), options.wire_dtype);
                 }
                 head_compute_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
 

@@ -92,6 +92,7 @@ bool Stage::is_first() const { return ctx_->is_first_stage(); }
 bool Stage::is_last() const { return ctx_->is_last_stage(); }
 int64_t Stage::n_past() const { return ctx_->n_past(); }
 int64_t Stage::n_embd() const { return ctx_->n_embd(); }
+int64_t Stage::hidden_out_width() const { return ctx_->hidden_out_width(); }
 
 transport::Message Stage::forward(const transport::Forward& f) {
     const size_t n = f.tokens.size();
@@ -118,7 +119,7 @@ transport::Message Stage::forward(const transport::Forward& f) {
         fail(Status::context_overflow, std::to_string(n) + " tokens at position " + std::to_string(position) +
                                            " do not fit the configured context of " +
                                            std::to_string(ctx_->n_ctx()) + " tokens");
-    const std::vector<float> in = decode_hidden(f.hidden, n, ctx_->n_embd());
+    const std::vector<float> in = decode_hidden(f.hidden, n, ctx_->hidden_in_width());
 
     // Checked: from here on the request runs.
     if (position < held) {
@@ -128,7 +129,7 @@ transport::Message Stage::forward(const transport::Forward& f) {
     const bool all = f.output == ForwardOutput::logits_all;
     std::vector<float> out(size_t(ctx_->output_floats(int64_t(n), all)));
     ctx_->forward_hidden(in.data(), int64_t(n), out.data(), all);
-    if (!last) return encode_hidden(out, n, uint64_t(ctx_->n_embd()), f.hidden.dtype);  // the type it came in
+    if (!last) return encode_hidden(out, n, uint64_t(ctx_->hidden_out_width()), f.hidden.dtype);  // the type it came in
 
     const size_t V = size_t(n_vocab);
     sampler_->decoded(f.tokens, std::span<const float>(out).last(V));

@@ -42,6 +42,7 @@ public:
     bool is_last() const;
     int64_t n_past() const;
     int64_t n_embd() const;
+    int64_t hidden_out_width() const;  // floats per token this stage hands on (Context::hidden_out_width)
 
     // Runs f.hidden (f32, f16 or bf16 [n, n_embd]) through the layers at f.position (truncating
     // first when f.position < n_past; a position past n_past is an error). Answers a Tensor

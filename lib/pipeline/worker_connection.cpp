@@ -140,7 +140,7 @@ std::optional<std::string> answer_too_large(const WorkerShared& shared, const St
     uint64_t rows = 0, cols = 0;
     if (!stage.is_last()) {
         rows = f.tokens.size();
-        cols = uint64_t(shared.n_embd);
+        cols = uint64_t(stage.hidden_out_width());
     } else if (f.output == ForwardOutput::logits_all || f.output == ForwardOutput::logits_last) {
         rows = f.output == ForwardOutput::logits_all ? f.tokens.size() : 1;
         cols = uint64_t(shared.n_vocab);
