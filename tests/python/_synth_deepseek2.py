@@ -21,7 +21,7 @@ same, the legacy file only rearranges k_b/v_b), so their logits must agree.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -38,6 +38,61 @@ def tensor_type(wtype: str, row: int) -> str:
     if row % block == 0:
         return wtype
     return "q8_0" if row % 32 == 0 else "f16"
+
+
+def key_setters(w: "strata.Writer", arch: str, name: str, n_ctx_train: int, n_embd: int,
+                n_layer: int) -> tuple[Callable, Callable]:
+    """Writes general.architecture, general.name, context_length, embedding_length and
+    block_count; returns (u32, f32), setters of "<arch>.<key>" values."""
+    w.set("general.architecture", arch)
+    w.set("general.name", name)
+    u32, f32 = _setters(w, arch)
+    u32("context_length", n_ctx_train)
+    u32("embedding_length", n_embd)
+    u32("block_count", n_layer)
+    return u32, f32
+
+
+def _setters(w: "strata.Writer", arch: str) -> tuple[Callable, Callable]:
+    def u32(k: str, v: int) -> None:
+        w.set(f"{arch}.{k}", int(v), type="u32")
+
+    def f32(k: str, v: float) -> None:
+        w.set(f"{arch}.{k}", float(v), type="f32")
+
+    return u32, f32
+
+
+def expert_keys(w: "strata.Writer", arch: str, n_layer: int, n_dense_lead: int, n_expert: int, n_expert_used: int,
+                n_expert_shared: int, n_ff_exp: int, gating_func: int, weights_norm: Optional[bool],
+                weights_scale: float) -> bool:
+    """leading_dense_block_count and, where there are MoE layers, the expert keys (weights_norm
+    None: no expert_weights_norm key); returns whether there are MoE layers."""
+    u32, f32 = _setters(w, arch)
+    u32("leading_dense_block_count", n_dense_lead)
+    if n_layer <= n_dense_lead:
+        return False
+    u32("expert_count", n_expert)
+    u32("expert_used_count", n_expert_used)
+    u32("expert_shared_count", n_expert_shared)
+    u32("expert_feed_forward_length", n_ff_exp)
+    u32("expert_gating_func", gating_func)
+    if weights_norm is not None:
+        w.set(f"{arch}.expert_weights_norm", bool(weights_norm))
+    f32("expert_weights_scale", weights_scale)
+    return True
+
+
+def add_kv_b(mat: Callable, p: str, k_b: np.ndarray, v_b: np.ndarray, legacy_kv_b: bool) -> None:
+    """An MLA layer's k_b (H, C, nope) and v_b (H, v_dim, C): attn_k_b and attn_v_b, or (legacy)
+    one attn_kv_b of per head nope k rows then v_dim v rows."""
+    if legacy_kv_b:
+        H, C = k_b.shape[0], k_b.shape[1]
+        kv_b = np.concatenate([k_b.transpose(0, 2, 1), v_b], axis=1).reshape(H * (k_b.shape[2] + v_b.shape[1]), C)
+        mat(p + "attn_kv_b.weight", np.ascontiguousarray(kv_b))
+    else:
+        mat(p + "attn_k_b.weight", k_b)
+        mat(p + "attn_v_b.weight", v_b)
 
 
 def write_deepseek2_model(path: Path, seed: int, wtype: str = "f32", n_embd: int = 256, n_layer: int = 3,
@@ -57,18 +112,8 @@ def write_deepseek2_model(path: Path, seed: int, wtype: str = "f32", n_embd: int
     rng = np.random.default_rng(seed)
     H, C, R, nope, vd, E = n_head, kv_lora, qk_rope, qk_nope, v_head_dim, n_embd
     w = strata.Writer()
-
-    def u32(k: str, v: int) -> None:
-        w.set(f"{ARCH}.{k}", int(v), type="u32")
-
-    def f32(k: str, v: float) -> None:
-        w.set(f"{ARCH}.{k}", float(v), type="f32")
-
-    w.set("general.architecture", ARCH)
-    w.set("general.name", f"synthetic-{ARCH}-{wtype}{'-legacy' if legacy_kv_b else ''}")
-    u32("context_length", n_ctx_train)
-    u32("embedding_length", E)
-    u32("block_count", n_layer)
+    u32, f32 = key_setters(w, ARCH, f"synthetic-{ARCH}-{wtype}{'-legacy' if legacy_kv_b else ''}", n_ctx_train, E,
+                           n_layer)
     u32("feed_forward_length", n_ff)
     u32("attention.head_count", H)
     if legacy_kv_b:
@@ -94,15 +139,8 @@ def write_deepseek2_model(path: Path, seed: int, wtype: str = "f32", n_embd: int
         f32("rope.scaling.yarn_log_multiplier", yarn.get("log_mul", 0.1))
         f32("rope.scaling.yarn_beta_fast", yarn.get("beta_fast", 32.0))
         f32("rope.scaling.yarn_beta_slow", yarn.get("beta_slow", 1.0))
-    u32("leading_dense_block_count", n_dense_lead)
-    if n_layer > n_dense_lead:
-        u32("expert_count", n_expert)
-        u32("expert_used_count", n_expert_used)
-        u32("expert_shared_count", n_expert_shared)
-        u32("expert_feed_forward_length", n_ff_exp)
-        u32("expert_gating_func", {"softmax": 1, "sigmoid": 2}[gating])
-        w.set(f"{ARCH}.expert_weights_norm", bool(weights_norm))
-        f32("expert_weights_scale", weights_scale)
+    if expert_keys(w, ARCH, n_layer, n_dense_lead, n_expert, n_expert_used, n_expert_shared, n_ff_exp,
+                   {"softmax": 1, "sigmoid": 2}[gating], weights_norm, weights_scale):
         if n_group:
             u32("expert_group_count", n_group)
             u32("expert_group_used_count", n_group_used)
@@ -132,12 +170,7 @@ def write_deepseek2_model(path: Path, seed: int, wtype: str = "f32", n_embd: int
         vec(p + "attn_kv_a_norm.weight", C)
         k_b = draw((H, C, nope), C)    # per head C x nope: k_nope = k_b[h]^T c
         v_b = draw((H, vd, C), C)      # per head v_dim x C: v = v_b[h] c
-        if legacy_kv_b:
-            kv_b = np.concatenate([k_b.transpose(0, 2, 1), v_b], axis=1).reshape(H * (nope + vd), C)
-            mat(p + "attn_kv_b.weight", np.ascontiguousarray(kv_b))
-        else:
-            mat(p + "attn_k_b.weight", k_b)
-            mat(p + "attn_v_b.weight", v_b)
+        add_kv_b(mat, p, k_b, v_b, legacy_kv_b)
         mat(p + "attn_output.weight", draw((E, H * vd), H * vd))
         vec(p + "ffn_norm.weight", E)
         if l < n_dense_lead:

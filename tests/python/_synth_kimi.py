@@ -28,7 +28,7 @@ import numpy as np
 
 import strata
 from _synth import byte_vocab, set_vocab
-from _synth_deepseek2 import tensor_type
+from _synth_deepseek2 import add_kv_b, expert_keys, key_setters, tensor_type
 
 ARCHS = ("kimi-linear", "kimi-k3")
 DEFAULT: Any = object()  # "the architecture's default" for the options below
@@ -84,18 +84,7 @@ def write_kimi_model(path: Path, seed: int, arch: str = "kimi-linear", wtype: st
     Le = latent if latent > 0 else E
     mla = set(int(i) for i in mla_layers)
     w = strata.Writer()
-
-    def u32(k: str, v: int) -> None:
-        w.set(f"{arch}.{k}", int(v), type="u32")
-
-    def f32(k: str, v: float) -> None:
-        w.set(f"{arch}.{k}", float(v), type="f32")
-
-    w.set("general.architecture", arch)
-    w.set("general.name", f"synthetic-{arch}-{wtype}")
-    u32("context_length", n_ctx_train)
-    u32("embedding_length", E)
-    u32("block_count", n_layer)
+    u32, f32 = key_setters(w, arch, f"synthetic-{arch}-{wtype}", n_ctx_train, E, n_layer)
     u32("vocab_size", n_vocab)
     u32("feed_forward_length", n_ff)
     u32("attention.head_count", H)
@@ -115,16 +104,8 @@ def write_kimi_model(path: Path, seed: int, arch: str = "kimi-linear", wtype: st
     u32("kda.head_dim", dk)
     if gate_lower_bound is not None:
         f32("kda.gate_lower_bound", gate_lower_bound)
-    u32("leading_dense_block_count", n_dense_lead)
-    if n_layer > n_dense_lead:
-        u32("expert_count", n_expert)
-        u32("expert_used_count", n_expert_used)
-        u32("expert_shared_count", n_expert_shared)
-        u32("expert_feed_forward_length", n_ff_exp)
-        u32("expert_gating_func", 2)
-        if k3:
-            w.set(f"{arch}.expert_weights_norm", bool(weights_norm))
-        f32("expert_weights_scale", weights_scale)
+    expert_keys(w, arch, n_layer, n_dense_lead, n_expert, n_expert_used, n_expert_shared, n_ff_exp, 2,
+                weights_norm if k3 else None, weights_scale)
     if k3:
         u32("expert_latent_length", latent)
         if situ is not None:
@@ -192,12 +173,7 @@ def write_kimi_model(path: Path, seed: int, arch: str = "kimi-linear", wtype: st
             vec(p + "attn_kv_a_norm.weight", C)
             k_b = draw(p + "attn_k_b.weight", (H, C, N), 1.0 / np.sqrt(C))   # k_nope = k_b[h]^T c
             v_b = draw(p + "attn_v_b.weight", (H, Vd, C), 1.0 / np.sqrt(C))  # v = v_b[h] c
-            if legacy_kv_b:
-                kv_b = np.concatenate([k_b.transpose(0, 2, 1), v_b], axis=1).reshape(H * (N + Vd), C)
-                mat(p + "attn_kv_b.weight", np.ascontiguousarray(kv_b))
-            else:
-                mat(p + "attn_k_b.weight", k_b)
-                mat(p + "attn_v_b.weight", v_b)
+            add_kv_b(mat, p, k_b, v_b, legacy_kv_b)
             if attn_gate:
                 rmat(p + "attn_gate.weight", (H * Vd, E))
             rmat(p + "attn_output.weight", (E, H * Vd))

@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
@@ -136,19 +136,93 @@ def route(probs: np.ndarray, bias: Optional[np.ndarray], n_used: int, n_group: i
     return chosen, margin, alt
 
 
-class ReferenceDeepseek2:
+def gate_probs(logits: np.ndarray, gating: str) -> np.ndarray:
+    """The router's probabilities from its logits (n, n_expert): sigmoid or a row softmax."""
+    if gating == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-logits))
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def routed_experts(ref: Any, li: int, L: dict, probs: np.ndarray, pos: np.ndarray,
+                   route_fn: Optional[Callable] = None) -> tuple[list, np.ndarray]:
+    """The routing of layer li for each row of probs at positions pos (shared by the deepseek2
+    and kimi references): per row (experts, weights), and the per-row margins. Records every
+    routing in ref.events and obeys ref.force; ``route_fn`` is route() unless given (a caller's
+    module-level route, so that a test may wrap it)."""
+    route_fn = route_fn or route
+    margins = np.empty(probs.shape[0])
+    picks = []
+    for t in range(probs.shape[0]):
+        key = (int(pos[t]), li)
+        chosen, margins[t], alt = route_fn(probs[t], L["probs_b"], ref.n_expert_used, ref.n_group,
+                                           ref.n_group_used, alternative=True)
+        ref.events[key] = (margins[t], chosen, alt)
+        if key in ref.force:
+            chosen = np.asarray(ref.force[key])
+        wts = probs[t, chosen].copy()
+        if ref.weights_norm:
+            wts /= wts.sum()
+        if ref.weights_scale != 0.0:
+            wts *= ref.weights_scale
+        picks.append((chosen, wts))
+    return picks, margins
+
+
+class MoEReference:
+    """What the deepseek2 and kimi references share around their layers: the FFN of a layer
+    (MoE with the row margins folded in, or the subclass's dense_ffn), the output head that ends
+    forward(), and full(). A subclass sets n_past, margins, eps, out_norm, out_w and defines
+    moe(), dense_ffn(), reset() and forward()."""
+
+    def open_weights(self, path: Any, kv_round: Optional[str]) -> tuple:
+        """Checks kv_round (None or "f16") and keeps it; reads the file: (weights, metadata)."""
+        if kv_round not in (None, "f16"):
+            raise ValueError(f"reference: kv_round must be None or 'f16', not {kv_round!r}")
+        self.kv_round = kv_round
+        w = self.w = GGUFWeights(path)
+        return w, w.metadata
+
+    def mla_inputs(self, L: dict, h: np.ndarray, q_lora: bool) -> tuple:
+        """An MLA layer's projections of rows h: (q_nope, q_pe) per head, the normed latent c and
+        the unrotated k_pe."""
+        n, H, C, nope, R = h.shape[0], self.n_head, self.kv_lora, self.nope, self.n_rot
+        if q_lora:
+            q = (rms_norm(h @ L["q_a"].T, self.eps) * L["q_a_norm"]) @ L["q_b"].T
+        else:
+            q = h @ L["q"].T
+        q = q.reshape(n, H, nope + R)
+        ckv = h @ L["kv_a"].T
+        return q[..., :nope], q[..., nope:], rms_norm(ckv[:, :C], self.eps) * L["kv_a_norm"], ckv[:, C:]
+
+    def ffn(self, li: int, L: dict, h: np.ndarray, pos: np.ndarray, margin: np.ndarray) -> tuple:
+        """(FFN output, margin lowered to the MoE routing's per-row margins)."""
+        if L["moe"]:
+            y, m = self.moe(li, L, h, pos)
+            return y, np.minimum(margin, m)
+        return self.dense_ffn(L, h), margin
+
+    def output(self, x: np.ndarray, n: int, margin: np.ndarray) -> np.ndarray:
+        """The end of forward() over n rows: positions and margins advanced, the logits."""
+        self.n_past += n
+        self.margins.extend(float(v) for v in margin)
+        return (rms_norm(x, self.eps) * self.out_norm) @ self.out_w.T
+
+    def full(self, tokens: Sequence[int]) -> np.ndarray:
+        """A fresh run over tokens from position 0 (caches, states and margins are reset first)."""
+        self.reset()
+        return self.forward(tokens)
+
+
+class ReferenceDeepseek2(MoEReference):
     """The reference forward pass of one deepseek2 GGUF model; see the module docstring."""
 
     def __init__(self, path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
                  kv_round: Optional[str] = None):
         """kv_round: None keeps the latent cache (c, k_pe) in float64; "f16" rounds both to float16
         as they enter the cache (strata's default f16 cache; everything else stays float64)."""
-        if kv_round not in (None, "f16"):
-            raise ValueError(f"reference: kv_round must be None or 'f16', not {kv_round!r}")
-        self.kv_round = kv_round
+        w, md = self.open_weights(path, kv_round)
         self.record = False
-        w = self.w = GGUFWeights(path)
-        md = w.metadata
         if md.get("general.architecture") != ARCH:
             raise ValueError(f"reference: not a deepseek2 file ({md.get('general.architecture')!r})")
 
@@ -315,27 +389,10 @@ class ReferenceDeepseek2:
     def moe(self, li: int, L: dict, h: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Routed experts + shared experts of layer li for rows h (n, E) at positions pos; returns
         (output, per-row margins). Records every routing in self.events and obeys self.force."""
-        n = h.shape[0]
-        logits = h @ L["gate_inp"].T  # (n, n_expert)
-        if self.gating == "sigmoid":
-            probs = 1.0 / (1.0 + np.exp(-logits))
-        else:
-            e = np.exp(logits - logits.max(axis=1, keepdims=True))
-            probs = e / e.sum(axis=1, keepdims=True)
+        probs = gate_probs(h @ L["gate_inp"].T, self.gating)  # (n, n_expert)
         out = np.zeros_like(h)
-        margins = np.empty(n)
-        for t in range(n):
-            key = (int(pos[t]), li)
-            chosen, margins[t], alt = route(probs[t], L["probs_b"], self.n_expert_used, self.n_group,
-                                            self.n_group_used, alternative=True)
-            self.events[key] = (margins[t], chosen, alt)
-            if key in self.force:
-                chosen = np.asarray(self.force[key])
-            wts = probs[t, chosen].copy()
-            if self.weights_norm:
-                wts /= wts.sum()
-            if self.weights_scale != 0.0:
-                wts *= self.weights_scale
+        picks, margins = routed_experts(self, li, L, probs, pos)
+        for t, (chosen, wts) in enumerate(picks):
             for e_i, wt in zip(chosen, wts):
                 g = L["gate_exps"][e_i] @ h[t]
                 u = L["up_exps"][e_i] @ h[t]
@@ -357,15 +414,7 @@ class ReferenceDeepseek2:
         margin = np.full(n, math.inf)
         for li, L in enumerate(self.layers):
             h = rms_norm(x, self.eps) * L["attn_norm"]
-            if self.q_lora > 0:
-                q = (rms_norm(h @ L["q_a"].T, self.eps) * L["q_a_norm"]) @ L["q_b"].T
-            else:
-                q = h @ L["q"].T
-            q = q.reshape(n, H, nope + R)
-            q_nope, q_pe = q[..., :nope], q[..., nope:]
-            ckv = h @ L["kv_a"].T
-            c = rms_norm(ckv[:, :C], self.eps) * L["kv_a_norm"]
-            k_pe = ckv[:, C:]
+            q_nope, q_pe, c, k_pe = self.mla_inputs(L, h, self.q_lora > 0)
             q_pe = self.rope.apply(q_pe, pos)
             k_pe = self.rope.apply(k_pe[:, None, :], pos)[:, 0, :]
             if self.kv_round == "f16":
@@ -382,17 +431,9 @@ class ReferenceDeepseek2:
                                    "c": c_all.copy(), "k_pe": kpe_all.copy(), "out": att.copy()})
             x = x + att.reshape(n, H * self.v_dim) @ L["wo"].T
             h = rms_norm(x, self.eps) * L["ffn_norm"]
-            if L["moe"]:
-                y, m = self.moe(li, L, h, pos)
-                margin = np.minimum(margin, m)
-            else:
-                y = (silu(h @ L["gate"].T) * (h @ L["up"].T)) @ L["down"].T
+            y, margin = self.ffn(li, L, h, pos, margin)
             x = x + y
-        self.n_past += n
-        self.margins.extend(float(v) for v in margin)
-        return (rms_norm(x, self.eps) * self.out_norm) @ self.out_w.T
+        return self.output(x, n, margin)
 
-    def full(self, tokens: Sequence[int]) -> np.ndarray:
-        """A fresh run over tokens from position 0 (the cache and margins are reset first)."""
-        self.reset()
-        return self.forward(tokens)
+    def dense_ffn(self, L: dict, h: np.ndarray) -> np.ndarray:
+        return (silu(h @ L["gate"].T) * (h @ L["up"].T)) @ L["down"].T

@@ -66,8 +66,8 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from reference_deepseek2 import route, silu
-from reference_llama import GGUFWeights, rms_norm
+from reference_deepseek2 import MoEReference, gate_probs, route, routed_experts, silu
+from reference_llama import rms_norm
 
 ARCHS = ("kimi-linear", "kimi-k3")
 
@@ -175,7 +175,7 @@ def kda_chunked(q: np.ndarray, k: np.ndarray, v: np.ndarray, g: np.ndarray, beta
 
 # -- the model ------------------------------------------------------------------------------------
 
-class ReferenceKimi:
+class ReferenceKimi(MoEReference):
     """The reference forward pass of one kimi-linear / kimi-k3 GGUF model; see the module docstring."""
 
     def __init__(self, path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
@@ -183,12 +183,8 @@ class ReferenceKimi:
         """kv_round: None keeps the MLA latent cache (c, k_pe) in float64; "f16" rounds both to float16
         as they enter the cache. kda_chunk: None runs the KDA recurrence in the step form, N the
         chunked form with chunks of N tokens."""
-        if kv_round not in (None, "f16"):
-            raise ValueError(f"reference: kv_round must be None or 'f16', not {kv_round!r}")
-        self.kv_round = kv_round
+        w, md = self.open_weights(path, kv_round)
         self.kda_chunk = kda_chunk
-        w = self.w = GGUFWeights(path)
-        md = w.metadata
         arch = self.arch = md.get("general.architecture")
         if arch not in ARCHS:
             raise ValueError(f"reference: not a kimi-linear / kimi-k3 file ({arch!r})")
@@ -373,15 +369,7 @@ class ReferenceKimi:
 
     def mla(self, li: int, L: dict, h: np.ndarray, pos: np.ndarray) -> np.ndarray:
         n, H, C, N, R, Vd = h.shape[0], self.n_head, self.kv_lora, self.nope, self.n_rot, self.v_dim
-        if "q_a" in L:
-            q = (rms_norm(h @ L["q_a"].T, self.eps) * L["q_a_norm"]) @ L["q_b"].T
-        else:
-            q = h @ L["q"].T
-        q = q.reshape(n, H, N + R)
-        q_nope, q_pe = q[..., :N], q[..., N:]
-        ckv = h @ L["kv_a"].T
-        c = rms_norm(ckv[:, :C], self.eps) * L["kv_a_norm"]
-        k_pe = ckv[:, C:]                                                 # no rotation
+        q_nope, q_pe, c, k_pe = self.mla_inputs(L, h, "q_a" in L)        # k_pe: no rotation
         if self.kv_round == "f16":
             c = c.astype(np.float16).astype(np.float64)
             k_pe = k_pe.astype(np.float16).astype(np.float64)
@@ -409,28 +397,13 @@ class ReferenceKimi:
         return situ(a, b, *self.situ) if self.situ is not None else silu(a) * b
 
     def moe(self, li: int, L: dict, h: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        n = h.shape[0]
         logits = h @ L["gate_inp"].T
-        if self.gating == "sigmoid":
-            probs = sigmoid(logits)
-        else:
-            e = np.exp(logits - logits.max(axis=1, keepdims=True))
-            probs = e / e.sum(axis=1, keepdims=True)
+        probs = sigmoid(logits) if self.gating == "sigmoid" else gate_probs(logits, self.gating)
         z = h @ L["routed_down"].T if self.latent > 0 else h
         m = np.zeros_like(z)
-        margins = np.empty(n)
-        for t in range(n):
-            key = (int(pos[t]), li)
-            chosen, margins[t], alt = route(probs[t], L["probs_b"], self.n_expert_used, self.n_group,
-                                            self.n_group_used, alternative=True)
-            self.events[key] = (margins[t], chosen, alt)
-            if key in self.force:
-                chosen = np.asarray(self.force[key])
-            wts = probs[t, chosen].copy()
-            if self.weights_norm:
-                wts /= wts.sum()
-            if self.weights_scale != 0.0:
-                wts *= self.weights_scale
+        # route: this module's, looked up per call (test_forward_kimi wraps it)
+        picks, margins = routed_experts(self, li, L, probs, pos, route)
+        for t, (chosen, wts) in enumerate(picks):
             for e_i, wt in zip(chosen, wts):
                 m[t] += wt * (L["down_exps"][e_i] @ self.act(L["gate_exps"][e_i] @ z[t], L["up_exps"][e_i] @ z[t]))
         if self.latent > 0:
@@ -475,19 +448,11 @@ class ReferenceKimi:
             x = y if banked else x + y
             f = self.mix(bank, x, L["ffn_res"]) if B > 0 else x
             h = rms_norm(f, self.eps) * L["ffn_norm"]
-            if L["moe"]:
-                y, m = self.moe(li, L, h, pos)
-                margin = np.minimum(margin, m)
-            else:
-                y = self.act(h @ L["gate_ffn"].T, h @ L["up"].T) @ L["down"].T
+            y, margin = self.ffn(li, L, h, pos, margin)
             x = x + y
         if B > 0:
             x = self.mix(bank, x, self.out_res)
-        self.n_past += n
-        self.margins.extend(float(v) for v in margin)
-        return (rms_norm(x, self.eps) * self.out_norm) @ self.out_w.T
+        return self.output(x, n, margin)
 
-    def full(self, tokens: Sequence[int]) -> np.ndarray:
-        """A fresh run over tokens from position 0 (caches, states and margins are reset first)."""
-        self.reset()
-        return self.forward(tokens)
+    def dense_ffn(self, L: dict, h: np.ndarray) -> np.ndarray:
+        return self.act(h @ L["gate_ffn"].T, h @ L["up"].T) @ L["down"].T

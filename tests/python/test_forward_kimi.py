@@ -52,6 +52,7 @@ import pytest
 
 import reference_kimi
 import strata
+from _routing_judge import judge, strata_logits
 from _synth import compare
 from _synth_kimi import write_kimi_model
 from reference_kimi import ReferenceKimi
@@ -97,12 +98,7 @@ def _toks(seed: int, n: int = N_POS) -> np.ndarray:
 
 
 def _strata(path: str, toks, n_ctx: int = 64, kv_type: str = "f16") -> np.ndarray:
-    with strata.Model(path) as m, m.session(n_ctx=n_ctx, n_threads=2, kv_type=kv_type) as s:
-        s.decode(toks, all_logits=True)
-        got = s.logits
-        assert got.shape == (len(toks), 300) and got.dtype == np.float32
-        assert s.n_past == len(toks)
-    return got
+    return strata_logits(path, toks, n_ctx, kv_type)
 
 
 def _rms(a: np.ndarray) -> float:
@@ -198,23 +194,7 @@ def _check(path: str, toks, got: np.ndarray, arch: str, wtype: str, what: str, k
     ties; BOUNDS[arch, wtype] on the rows that are not near ties (and again on the last ``tail``)."""
     ref = ref or _Reference(path, kv_round=kv_round)
     want, taken = _follow(ref, toks, got, FOLLOW[wtype])
-    margins = np.asarray(ref.margins)
-    assert margins.shape == (want.shape[0],), (margins.shape, want.shape)
-    ok = margins >= NEAR_TIE[wtype]
-    diff = np.max(np.abs(np.asarray(got, np.float64) - want), axis=1)
-    for i in np.flatnonzero(~ok):
-        print(f"{what}: near-tie row {i}: margin {margins[i]:.3g}, max |diff| {diff[i]:.3g} (not judged)")
-    assert ok.mean() >= MIN_JUDGED[wtype], f"{what}: only {ok.sum()} of {ok.size} rows are not near ties"
-    rel, mx, am = BOUNDS[arch, wtype]
-    parts = [("", slice(None))] + ([(f" last {tail} rows", slice(-tail, None))] if tail else [])
-    st = {}
-    for label, sl in parts:
-        st = compare(got[sl][ok[sl]], want[sl][ok[sl]])
-        st.update(near_ties=int((~ok[sl]).sum()), followed=taken)
-        print(f"{what}{label}: {st}")
-        assert st["rel_rms"] <= rel and st["max"] <= mx and st["argmax"] >= am, \
-            f"{what}{label}: {st} exceeds bounds rel_rms<={rel} max<={mx} argmax>={am}"
-    return st
+    return judge(got, want, ref.margins, taken, what, NEAR_TIE[wtype], MIN_JUDGED[wtype], BOUNDS[arch, wtype], tail)
 
 
 # -- strata against the reference --------------------------------------------------------------

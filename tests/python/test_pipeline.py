@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import strata
-from pipeline_util import (LOGITS_ATOL, MODEL_SPECS, WorkerPool, generated_tokens, greedy_trace, max_abs_diff,
-                           n_layers, pipeline_models, plan_ranges)
+from _pipeline_cases import PipelineSettings, assert_same_trace, check_three_ranges, prompt_tokens, three_stage_traces
+from pipeline_util import (LOGITS_ATOL, MODEL_SPECS, generated_tokens, greedy_trace, n_layers, pipeline_models,
+                           plan_ranges)
 
 N_CTX = 256
 HEARTBEAT_MS = 200
@@ -28,43 +29,9 @@ def models(tmp_path_factory):
     return pipeline_models(tmp_path_factory.mktemp("pipeline-models"), list(MODEL_SPECS))
 
 
-@pytest.fixture(scope="module")
-def pool(tmp_path_factory):
-    p = WorkerPool(tmp_path_factory.mktemp("pipeline-workers"), heartbeat_ms=HEARTBEAT_MS,
-                   peer_timeout_ms=PEER_TIMEOUT_MS)
-    yield p
-    p.close()
-
-
-@pytest.fixture(scope="module")
-def workers(models, pool):
-    """Two strata-worker processes per model (each takes any range), shared by the module."""
-    return {name: pool.spawn_n(paths, 2) for name, paths in models.items()}
-
-
-def _prompt(n_vocab: int, n: int, seed: int) -> list[int]:
-    rng = np.random.default_rng(seed)
-    return [1] + [int(t) for t in rng.integers(3, n_vocab, n - 1)]
-
-
-def _pipeline(m: strata.Model, ws, **kw) -> strata.Pipeline:
-    opts = dict(wire_dtype="f32", n_ctx=N_CTX, n_threads=1, heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS,
-                connect_timeout_ms=10000)
-    opts.update(kw)
-    return strata.Pipeline(m, workers=[w.address for w in ws], **opts)
-
-
-def _assert_same_trace(got, want, what: str) -> None:
-    g_pre, g_tok, g_rows = got
-    w_pre, w_tok, w_rows = want
-    assert g_pre.shape == w_pre.shape, f"{what}: prefill logits {g_pre.shape} vs local {w_pre.shape}"
-    d_pre = max_abs_diff(g_pre, w_pre)
-    assert d_pre <= LOGITS_ATOL, f"{what}: prefill logits differ from local by {d_pre}"
-    assert g_tok == w_tok, f"{what}: greedy tokens {g_tok} != local {w_tok}"
-    d_dec = max(max_abs_diff(a, b) for a, b in zip(g_rows, w_rows))
-    assert d_dec <= LOGITS_ATOL, f"{what}: decode logits differ from local by {d_dec}"
-    print(f"{what}: {g_pre.shape[0]} prefill rows + {len(g_rows)} decode steps, max |pipeline - local| "
-          f"prefill {d_pre:g}, decode {d_dec:g}; tokens equal")
+SETTINGS = PipelineSettings(N_CTX, HEARTBEAT_MS, PEER_TIMEOUT_MS)
+pool, workers = SETTINGS.fixtures("pipeline-workers")
+_prompt, _pipeline, _assert_same_trace = prompt_tokens, SETTINGS.pipeline, assert_same_trace
 
 
 # (model, layers, n_batch, prompt length): even, uneven (1:1:n-2 and n-2:1:1) and planned splits.
@@ -88,24 +55,16 @@ def test_three_stage_pipeline_gives_the_local_logits_and_greedy_tokens(models, w
     paths = models[name]
     with strata.Model(paths[0]) as m:
         prompt = _prompt(m.vocab.n_vocab, n_prompt, 5)
-        with m.session(n_ctx=N_CTX, n_threads=1) as local:
-            want = greedy_trace(local, prompt, N_STEPS)
-        with _pipeline(m, workers[name], layers=layers, n_batch=n_batch) as p:
+
+        def check_plan(p: strata.Pipeline) -> list[tuple[int, int]]:
             ranges = plan_ranges(p.plan())
-            n = n_layers(m)
-            assert len(ranges) == 3, ranges
-            assert ranges[0][0] == 0 and ranges[-1][1] == n, ranges
-            assert all(a < b for a, b in ranges), f"empty stage in {ranges}"
-            assert all(ranges[i][1] == ranges[i + 1][0] for i in range(2)), f"not contiguous: {ranges}"
-            if layers is not None:
-                assert ",".join(f"{a}:{b}" for a, b in ranges) == layers
-            s = p.session()
-            assert s.n_ctx == N_CTX and s.n_vocab == m.vocab.n_vocab
-            got = greedy_trace(s, prompt, N_STEPS)
-            assert s.n_past == n_prompt + N_STEPS
-            _assert_same_trace(got, want, f"{name} layers={layers or ranges}")
-            stats = p.stats()
-            assert stats, "empty stats"
+            check_three_ranges(ranges, n_layers(m), layers)
+            return ranges
+
+        want, got, ranges, stats = three_stage_traces(SETTINGS, m, workers[name], prompt, N_STEPS, check_plan,
+                                                      lambda p, _s: p.stats(), layers=layers, n_batch=n_batch)
+    _assert_same_trace(got, want, f"{name} layers={layers or ranges}")
+    assert stats, "empty stats"
 
 
 def test_sampling_with_temperature_and_seed_gives_the_local_tokens(models, workers):

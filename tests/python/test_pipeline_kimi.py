@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import os
 import signal
 import socket
@@ -52,15 +51,15 @@ import numpy as np
 import pytest
 
 import strata
+from _pipeline_cases import PipelineSettings, assert_same_trace, case_ids, prompt_tokens, three_stage_traces
+from _pipeline_cases import check_latent_cache, check_three_stages, latent_bytes_per_position_layer, stage_memories
+from _pipeline_cases import f16_wire_judged, f16_wire_rows
 from _synth import compare
 from _synth_kimi import write_kimi_model
-from pipeline_util import (LOGITS_ATOL, WorkerPool, crc32c, frame, greedy_trace, max_abs_diff, n_layers, plan_ranges,
-                           plan_stages, skip_unless_pipelines)
+from pipeline_util import LOGITS_ATOL, WorkerPool, crc32c, frame, greedy_trace, max_abs_diff
 
-N_CTX = 128
-HEARTBEAT_MS = 200
-PEER_TIMEOUT_MS = 3000
-N_PROMPT = 40
+SETTINGS = PipelineSettings(n_ctx=128)  # heartbeat 200 ms, peer timeout 3000 ms
+N_CTX, N_PROMPT = SETTINGS.n_ctx, 40
 N_STEPS = 16  # greedy decode steps after the prefill
 
 # The shape every model here is written with (write_kimi_model's defaults for the rest).
@@ -91,73 +90,24 @@ def _write(path, spec: dict) -> list[str]:
                                              qk_rope=QK_ROPE, n_ctx_train=2048, **kw)]
 
 
-@pytest.fixture(scope="module")
-def models(tmp_path_factory):
-    d = tmp_path_factory.mktemp("pipeline-kimi-models")
-    out = {name: _write(d / f"{name}.gguf", spec) for name, spec in MODELS.items()}
-    skip_unless_pipelines(out["kimi-linear-f32"][0])
-    return out
-
-
-@pytest.fixture(scope="module")
-def pool(tmp_path_factory):
-    p = WorkerPool(tmp_path_factory.mktemp("pipeline-kimi-workers"), heartbeat_ms=HEARTBEAT_MS,
-                   peer_timeout_ms=PEER_TIMEOUT_MS)
-    yield p
-    p.close()
-
-
-@pytest.fixture(scope="module")
-def workers(models, pool):
-    """Two strata-worker processes per model (each takes any range), shared by the module."""
-    ws = {name: [pool.spawn(paths, wait=False) for _ in range(2)] for name, paths in models.items()}
-    return {name: [w.wait_listening() for w in pair] for name, pair in ws.items()}
-
-
-def _prompt(n_vocab: int, n: int, seed: int) -> list[int]:
-    rng = np.random.default_rng(seed)
-    return [1] + [int(t) for t in rng.integers(3, n_vocab, n - 1)]
-
-
-def _pipeline(m: strata.Model, ws, **kw) -> strata.Pipeline:
-    opts = dict(wire_dtype="f32", n_ctx=N_CTX, n_threads=1, heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS,
-                connect_timeout_ms=10000)
-    opts.update(kw)
-    return strata.Pipeline(m, workers=[w.address for w in ws], **opts)
-
-
-def _latent_bytes_per_position_layer(kv_type: str) -> int:
-    """lib/model/kimi_linear.md (as deepseek2): C + R values an MLA layer and token, f16 or q8_0 blocks."""
-    n = KV_LORA + QK_ROPE
-    return 2 * n if kv_type == "f16" else n // 32 * 34
+models = SETTINGS.models_fixture("pipeline-kimi-models", _write, MODELS, "kimi-linear-f32")
+pool, workers = SETTINGS.fixtures("pipeline-kimi-workers")
+_prompt, _pipeline = prompt_tokens, SETTINGS.pipeline
 
 
 def _check_plan(p: strata.Pipeline, m: strata.Model, layers, kv_type: str) -> list[tuple[int, int]]:
-    plan = json.loads(p.plan_json())
-    ranges = plan_ranges(plan)
-    assert n_layers(m) == N_LAYER
-    assert len(ranges) == 3, ranges
-    assert ranges[0][0] == 0 and ranges[-1][1] == N_LAYER, ranges
-    assert all(a < b for a, b in ranges), f"empty stage in {ranges}"
-    assert all(ranges[i][1] == ranges[i + 1][0] for i in range(2)), f"not contiguous: {ranges}"
+    plan, ranges = check_three_stages(p, m, N_LAYER, layers, kv_type)
     if layers is not None:
-        assert ",".join(f"{a}:{b}" for a, b in ranges) == layers
         assert all(any(a <= i < b for i in KDA_LAYERS) for a, b in ranges), f"a stage without KDA layers: {ranges}"
         assert any(a <= i < b for a, b in ranges for i in MLA_LAYERS)
-    assert plan["kv_type"] == kv_type, plan["kv_type"]
-    row = _latent_bytes_per_position_layer(kv_type)
-    for st, (a, b) in zip(plan_stages(plan), ranges):
-        mem = st["memory"]
-        what = f"stage {st['stage']} ({st['role']}, layers {a}:{b}, kv {kv_type})"
+    row = latent_bytes_per_position_layer(KV_LORA, QK_ROPE, kv_type)  # as deepseek2, MLA layers only
+    for st, mem, a, b, what in stage_memories(plan, ranges, kv_type):
         kda = [i for i in range(a, b) if i in KDA_LAYERS]
         n_mla = (b - a) - len(kda)
         assert st.get("recurrent_layers") == kda, f"{what}: recurrent_layers {st.get('recurrent_layers')}, want {kda}"
         assert int(mem["state_bytes"]) == len(kda) * STATE_BYTES_PER_KDA_LAYER, \
             f"{what}: state_bytes {mem['state_bytes']}, expected {len(kda)} KDA layers x {STATE_BYTES_PER_KDA_LAYER} B"
-        assert int(mem["kv_bytes"]) == n_mla * row * N_CTX, \
-            f"{what}: kv_bytes {mem['kv_bytes']}, expected {n_mla} MLA layers x {N_CTX} positions x {row} B"
-        assert int(mem["kv_bytes_per_token"]) == n_mla * row, f"{what}: {mem}"
-        assert int(mem["kv_bytes_at_1m"]) == n_mla * row * (1 << 20), f"{what}: {mem}"
+        check_latent_cache(mem, what, n_mla, "MLA layers", row, N_CTX)
         parts = sum(int(mem[k]) for k in ("weight_bytes", "kv_bytes", "state_bytes", "scratch_bytes"))
         assert int(mem["total_bytes"]) == parts, f"{what}: total_bytes is not weights + KV + state + scratch: {mem}"
     return ranges
@@ -179,42 +129,26 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,layers,n_batch,kv_type", CASES,
-                         ids=[f"{c[0]}-{c[1] or 'planned'}-b{c[2]}-kv{c[3]}" for c in CASES])
+@pytest.mark.parametrize("name,layers,n_batch,kv_type", CASES, ids=case_ids(CASES))
 def test_three_stage_kimi_pipeline_gives_the_local_logits_and_greedy_tokens(models, workers, name, layers, n_batch,
                                                                              kv_type):
     with strata.Model(models[name][0]) as m:
         n_vocab = m.vocab.n_vocab
         prompt = _prompt(n_vocab, N_PROMPT, 5)
         other = _prompt(n_vocab, 23, 9)
-        with m.session(n_ctx=N_CTX, n_threads=1, kv_type=kv_type) as local:
-            want = greedy_trace(local, prompt, N_STEPS)
-        with _pipeline(m, workers[name], layers=layers, n_batch=n_batch, kv_type=kv_type) as p:
-            ranges = _check_plan(p, m, layers, kv_type)
-            s = p.session()
-            assert s.n_ctx == N_CTX and s.n_vocab == n_vocab
-            got = greedy_trace(s, prompt, N_STEPS)
-            assert s.n_past == N_PROMPT + N_STEPS
-            # A new sequence: every stage restarts its KDA state at position 0.
+
+        def again_after_resets(_p, s):  # a new sequence: every stage restarts its KDA state at position 0
             s.reset()
             s.decode(other)
             s.reset()
             s.decode(prompt, all_logits=True)
-            again = s.logits
-    g_pre, g_tok, g_rows = got
-    w_pre, w_tok, w_rows = want
+            return s.logits
+
+        want, got, ranges, again = three_stage_traces(SETTINGS, m, workers[name], prompt, N_STEPS,
+                                                      lambda p: _check_plan(p, m, layers, kv_type), again_after_resets,
+                                                      layers=layers, n_batch=n_batch, kv_type=kv_type)
     what = f"{name} layers={layers or ranges} n_batch={n_batch} kv={kv_type}"
-    assert g_pre.shape == w_pre.shape == (N_PROMPT, n_vocab), (g_pre.shape, w_pre.shape)
-    d_pre = max_abs_diff(g_pre, w_pre)
-    d_dec = max(max_abs_diff(a, b) for a, b in zip(g_rows, w_rows))
-    d_again = max_abs_diff(again, w_pre)
-    print(f"{what}: {N_PROMPT} prefill rows + {N_STEPS} decode steps, max |pipeline - local| prefill {d_pre:g}, "
-          f"decode {d_dec:g}, after two resets {d_again:g}; tokens {g_tok}")
-    assert d_pre <= LOGITS_ATOL, f"{what}: prefill logits differ from local by {d_pre}"
-    assert g_tok == w_tok, f"{what}: greedy tokens {g_tok} != local {w_tok}"
-    assert d_dec <= LOGITS_ATOL, f"{what}: decode logits differ from local by {d_dec}"
-    assert d_again <= LOGITS_ATOL, f"{what}: after reset, another prompt and reset, the prefill differs by {d_again}"
-    assert len(set(w_tok)) > 3, f"{what}: a degenerate greedy sequence {w_tok}"
+    assert_same_trace(got, want, what, shape=(N_PROMPT, n_vocab), again=again, min_distinct=3)
 
 
 def _respawn_on_port(pool: WorkerPool, paths, port: int, attempts: int = 20):
@@ -387,28 +321,11 @@ def test_f16_wire_stays_within_a_stated_tolerance_of_one_process(models, workers
     wtype = MODELS[name]["wtype"]
     with strata.Model(models[name][0]) as m:
         prompt = _prompt(m.vocab.n_vocab, N_PROMPT, 6)
-        with m.session(n_ctx=N_CTX, n_threads=1) as local:
-            w_pre, w_tok, w_rows = greedy_trace(local, prompt, N_STEPS)
-        with _pipeline(m, workers[name], layers="0:2,2:4,4:6", n_batch=12, wire_dtype="f16") as p:
-            assert p.plan()["wire_dtype"] == "f16"
-            s = p.session()
-            s.decode(prompt, all_logits=True)
-            g_pre = s.logits
-            g_rows = []
-            for t in w_tok:
-                s.decode([t])
-                g_rows.append(s.logits[0])
-    want = np.vstack([w_pre] + [r[None] for r in w_rows])
-    got = np.vstack([g_pre] + [r[None] for r in g_rows])
+        got, want, w_tok = f16_wire_rows(m, lambda: _pipeline(m, workers[name], layers="0:2,2:4,4:6", n_batch=12,
+                                                                 wire_dtype="f16"), prompt, N_CTX, N_STEPS)
     ref = ReferenceKimi(models[name][0], kv_round="f16")
-    ref.full(np.array(prompt + w_tok))
+    ok, diff = f16_wire_judged(ref, prompt, w_tok, got, want, NEAR_TIE[wtype], MIN_JUDGED, f"{name} f16 wire")
     margins = np.asarray(ref.margins, dtype=np.float64)
-    assert margins.shape == (want.shape[0],), margins.shape
-    ok = margins >= NEAR_TIE[wtype]
-    diff = np.max(np.abs(got.astype(np.float64) - want), axis=1)
-    for i in np.flatnonzero(~ok):
-        print(f"{name} f16 wire: near-tie row {i}: margin {margins[i]:.3g}, max |diff| {diff[i]:.3g} (not judged)")
-    assert ok.mean() >= MIN_JUDGED, f"{name}: only {ok.sum()} of {ok.size} rows are not near ties"
     rel, mx, am, flip_frac = F16_WIRE_BOUNDS[wtype]
     flipped = ok & (diff > mx)
     kept = ok & ~flipped
