@@ -7,13 +7,12 @@
 #include <tuple>
 
 #include "cli_args.hpp"
+#include "mkmodel_moe.hpp"
 
 namespace mkmodel {
 namespace {
 
 using cli::usage_error;
-
-std::string str(int64_t v) { return std::to_string(v); }
 
 Kimi preset(const std::string& arch, const std::string& name) {
     Kimi m{};
@@ -50,25 +49,13 @@ Kimi preset(const std::string& arch, const std::string& name) {
     return m;
 }
 
-// The integer fields a flag sets, with the smallest value it takes.
-std::optional<std::pair<int64_t Kimi::*, int64_t>> integer_field(const std::string& flag) {
-    using F = int64_t Kimi::*;
-    static const std::vector<std::tuple<const char*, F, int64_t>> fields = {
-        {"--n-embd", &Kimi::n_embd, 1},           {"--n-layer", &Kimi::n_layer, 1},
-        {"--n-ff", &Kimi::n_ff, 1},               {"--n-vocab", &Kimi::n_vocab, 1},
-        {"--n-head", &Kimi::n_head, 1},           {"--n-ctx", &Kimi::n_ctx, 1},
-        {"--n-expert", &Kimi::n_expert, 1},       {"--n-expert-used", &Kimi::n_expert_used, 1},
-        {"--n-expert-shared", &Kimi::n_expert_shared, 0}, {"--n-ff-exp", &Kimi::n_ff_exp, 1},
-        {"--n-dense-lead", &Kimi::n_dense_lead, 0}, {"--q-lora", &Kimi::q_lora, 0},
-        {"--kv-lora", &Kimi::kv_lora, 1},         {"--qk-nope", &Kimi::qk_nope, 1},
-        {"--qk-rope", &Kimi::qk_rope, 1},         {"--v-head-dim", &Kimi::v_head_dim, 1},
-        {"--kda-head-dim", &Kimi::head_dim, 1},   {"--conv-kernel", &Kimi::conv_kernel, 1},
-        {"--latent", &Kimi::latent, 0},           {"--attn-res-block", &Kimi::attn_res_block, 0},
-    };
-    for (const auto& [name, field, min] : fields)
-        if (flag == name) return std::make_pair(field, min);
-    return std::nullopt;
-}
+// The integer fields only the Kimi flags set.
+const IntegerFields<Kimi> own_integer_fields = {
+    {"--kda-head-dim", &Kimi::head_dim, 1},
+    {"--conv-kernel", &Kimi::conv_kernel, 1},
+    {"--latent", &Kimi::latent, 0},
+    {"--attn-res-block", &Kimi::attn_res_block, 0},
+};
 
 bool k3_only(const std::string& flag) {
     return flag == "--latent" || flag == "--attn-res-block" || flag == "--situ-beta" ||
@@ -103,13 +90,10 @@ std::vector<int64_t> layer_list(const std::string& text) {
 }
 
 void check(const Kimi& m, bool mla_given, int weight_type, const std::string& type_name) {
-    if (m.n_expert_used > m.n_expert)
-        throw usage_error("--n-expert-used " + str(m.n_expert_used) + " is more than --n-expert " + str(m.n_expert));
+    check_moe(m.n_expert, m.n_expert_used, m.n_dense_lead, m.n_layer);
     if (m.n_expert > 65536) throw usage_error("--n-expert " + str(m.n_expert) + " is too large (at most 65536)");
     if (m.n_expert_shared > 64)
         throw usage_error("--n-expert-shared " + str(m.n_expert_shared) + " is too large (at most 64)");
-    if (m.n_dense_lead > m.n_layer)
-        throw usage_error("--n-dense-lead " + str(m.n_dense_lead) + " is more than --n-layer " + str(m.n_layer));
     for (int64_t il : m.mla_layers)
         if (il >= m.n_layer)
             throw usage_error(mla_given ? "--mla-layers names layer " + str(il) + ", past the last layer of --n-layer " +
@@ -130,9 +114,8 @@ void check(const Kimi& m, bool mla_given, int weight_type, const std::string& ty
     const double E = double(m.n_embd), H = double(m.n_head), D = H * double(m.head_dim);
     const double Le = m.k3 && m.latent > 0 ? double(m.latent) : E;
     const double qk = double(m.qk_nope + m.qk_rope);
-    for (const auto& [what, n] :
-         {std::pair<const char*, double>{"--n-embd (or --latent) * --n-ff-exp * --n-expert",
-                                         Le * double(m.n_ff_exp) * double(m.n_expert)},
+    check_sizes(
+        {{"--n-embd (or --latent) * --n-ff-exp * --n-expert", Le * double(m.n_ff_exp) * double(m.n_expert)},
           {"--n-embd * --n-ff-exp * --n-expert-shared", E * double(m.n_ff_exp) * double(m.n_expert_shared)},
           {"--n-embd * --n-ff", E * double(m.n_ff)},
           {"--n-embd * --n-vocab", E * double(m.n_vocab)},
@@ -141,14 +124,8 @@ void check(const Kimi& m, bool mla_given, int weight_type, const std::string& ty
           {"--n-head * (--qk-nope + --qk-rope) * max(--n-embd, --q-lora)", H * qk * std::max(E, double(m.q_lora))},
           {"--n-head * --kv-lora * max(--qk-nope, --v-head-dim)",
            H * double(m.kv_lora) * double(std::max(m.qk_nope, m.v_head_dim))},
-          {"--n-head * --v-head-dim * --n-embd", H * double(m.v_head_dim) * E}})
-        if (n > double(int64_t(1) << 40)) throw usage_error(std::string(what) + " is too large");
-    const int64_t block = block_size(weight_type);
-    if (m.n_embd % block)
-        throw usage_error("--n-embd " + str(m.n_embd) + " gives rows of " + str(m.n_embd) + " values, not a multiple of " +
-                          str(block) + " as --type " + type_name + " needs (" + m.arch() +
-                          " keeps the main weights' rows of n_embd in --type; only the other matrices fall back to "
-                          "q8_0 or f16)");
+          {"--n-head * --v-head-dim * --n-embd", H * double(m.v_head_dim) * E}});
+    check_embd_block(m.n_embd, weight_type, type_name, m.arch());
 }
 
 }  // namespace
@@ -183,13 +160,8 @@ Kimi parse_kimi(const std::string& arch, const std::string& preset_name,
             throw usage_error(flag + " is only for --arch kimi-k3" +
                               (flag == "--no-weights-norm" ? " (kimi-linear always renormalizes the expert weights)"
                                                            : ""));
-        if (const auto field = integer_field(flag)) {
-            const std::optional<int64_t> v = cli::to_number<int64_t>(text);
-            if (!v || *v < field->second)
-                throw usage_error(flag + " needs " + (field->second > 0 ? "a positive" : "a non-negative") +
-                                  " integer, got '" + text + "'");
-            if (*v > (int64_t(1) << 31)) throw usage_error(flag + " is too large: " + text);
-            m.*(field->first) = *v;
+        if (const auto field = integer_field(flag, own_integer_fields)) {
+            m.*(field->first) = integer_value(flag, text, field->second);
             res_block_given |= flag == "--attn-res-block";
         } else if (flag == "--mla-layers") {
             m.mla_layers = layer_list(text);
@@ -233,9 +205,7 @@ Kimi parse_kimi(const std::string& arch, const std::string& preset_name,
     // a sane file) keeps the block within block_count.
     if (m.k3 && !res_block_given) m.attn_res_block = std::min(m.attn_res_block, m.n_layer);
     check(m, mla_given, weight_type, type_name);
-    if (m.n_vocab < min_vocab)
-        throw usage_error("--n-vocab " + str(m.n_vocab) + " is too small for the vocabulary (at least " +
-                          str(min_vocab) + ")");
+    check_vocab(m.n_vocab, min_vocab);
     return m;
 }
 
@@ -245,146 +215,101 @@ std::vector<TensorSpec> plan_kimi(const Kimi& m, int weight_type) {
     const int64_t L = m.k3 ? m.latent : 0, Le = L > 0 ? L : E;
     const int64_t n_shexp = m.n_ff_exp * m.n_expert_shared;
     const bool attn_res = m.k3 && m.attn_res_block > 0;
-    std::vector<TensorSpec> t;
-    auto add = [&](const std::string& name, int type, std::vector<int64_t> shape, bool uniform, float a, float b) {
-        TensorSpec s{name, type, std::move(shape), uniform, a, b};
-        s.key = name_key(name);
-        t.push_back(std::move(s));
-        return &t.back();
-    };
-    // A weight matrix (or a stack of them): rows of shape[0] values, stddev 1/sqrt(row).
-    auto matrix = [&](const std::string& name, std::vector<int64_t> shape) {
-        const int type = row_type(weight_type, shape[0]);
-        const float stddev = 1.0f / std::sqrt(float(shape[0]));
-        TensorSpec* s = add(name, type, std::move(shape), false, 0.0f, stddev);
-        if (type != weight_type) s->requested = weight_type;
-        return s;
-    };
-    auto norm = [&](const std::string& name, int64_t n) { add(name, STRATA_TYPE_F32, {n}, true, 0.8f, 1.2f); };
-    auto f32_normal = [&](const std::string& name, std::vector<int64_t> shape, float stddev) {
-        add(name, STRATA_TYPE_F32, std::move(shape), false, 0.0f, stddev);
-    };
+    PlanBuilder b(weight_type);
     // _synth_kimi.py's ranges: exp(A_log) uniform per head, dt_bias uniform per channel.
     const float a_lo = m.k3 ? 0.5f : 0.1f, a_hi = m.k3 ? 2.0f : 1.0f;
     const float dt_lo = m.k3 ? -4.0f : -1.0f, dt_hi = m.k3 ? 0.0f : 1.0f;
     const float score_std = 1.0f / std::sqrt(float(E));
 
-    add("token_embd.weight", weight_type, {E, m.n_vocab}, false, 0.0f, 1.0f);
+    b.add("token_embd.weight", weight_type, {E, m.n_vocab}, false, 0.0f, 1.0f);
     for (int64_t l = 0; l < m.n_layer; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
-        norm(p + "attn_norm.weight", E);
+        b.norm(p + "attn_norm.weight", E);
         if (attn_res) {
-            f32_normal(p + "attn_res_score.weight", {E}, score_std);
-            f32_normal(p + "ffn_res_score.weight", {E}, score_std);
+            b.f32_normal(p + "attn_res_score.weight", {E}, score_std);
+            b.f32_normal(p + "ffn_res_score.weight", {E}, score_std);
         }
         if (!m.is_mla(l)) {  // KDA
             for (const char* n : {"q", "k", "v"}) {
-                matrix(p + "attn_" + n + ".weight", {E, D});
+                b.matrix(p + "attn_" + n + ".weight", {E, D});
                 // Depthwise taps, tap index innermost: llama.cpp's [K, 1, D, 1] (kimi-linear), [K, 1, D] (K3).
-                f32_normal(p + "ssm_conv1d_" + n + ".weight",
+                b.f32_normal(p + "ssm_conv1d_" + n + ".weight",
                            m.k3 ? std::vector<int64_t>{K, 1, D} : std::vector<int64_t>{K, 1, D, 1},
                            1.0f / std::sqrt(float(K)));
             }
-            matrix(p + "ssm_f_a.weight", {E, dk});
-            matrix(p + "ssm_f_b.weight", {dk, D});
-            add(p + "ssm_dt.bias", STRATA_TYPE_F32, {D}, true, dt_lo, dt_hi);
+            b.matrix(p + "ssm_f_a.weight", {E, dk});
+            b.matrix(p + "ssm_f_b.weight", {dk, D});
+            b.add(p + "ssm_dt.bias", STRATA_TYPE_F32, {D}, true, dt_lo, dt_hi);
             // -exp(A_log), as the converter folds it.
-            add(p + "ssm_a", STRATA_TYPE_F32, m.k3 ? std::vector<int64_t>{H} : std::vector<int64_t>{1, H, 1, 1}, true,
+            b.add(p + "ssm_a", STRATA_TYPE_F32, m.k3 ? std::vector<int64_t>{H} : std::vector<int64_t>{1, H, 1, 1}, true,
                 -a_hi, -a_lo);
-            matrix(p + "ssm_beta.weight", {E, H});
+            b.matrix(p + "ssm_beta.weight", {E, H});
             if (m.k3) {
-                matrix(p + "ssm_g.weight", {E, D});  // full-rank output gate
+                b.matrix(p + "ssm_g.weight", {E, D});  // full-rank output gate
             } else {
-                matrix(p + "ssm_g_a.weight", {E, dk});
-                matrix(p + "ssm_g_b.weight", {dk, D});
+                b.matrix(p + "ssm_g_a.weight", {E, dk});
+                b.matrix(p + "ssm_g_b.weight", {dk, D});
             }
-            norm(p + "ssm_norm.weight", dk);
-            matrix(p + "attn_output.weight", {D, E});
+            b.norm(p + "ssm_norm.weight", dk);
+            b.matrix(p + "attn_output.weight", {D, E});
         } else {  // MLA, no rotation
-            if (m.q_lora > 0) {
-                matrix(p + "attn_q_a.weight", {E, m.q_lora});
-                norm(p + "attn_q_a_norm.weight", m.q_lora);
-                matrix(p + "attn_q_b.weight", {m.q_lora, H * (N + R)});
-            } else {
-                matrix(p + "attn_q.weight", {E, H * (N + R)});
-            }
-            matrix(p + "attn_kv_a_mqa.weight", {E, C + R});
-            norm(p + "attn_kv_a_norm.weight", C);
-            matrix(p + "attn_k_b.weight", {N, C, H})->b = 1.0f / std::sqrt(float(C));  // k_nope = k_b[h]^T c
-            matrix(p + "attn_v_b.weight", {C, Vd, H});
-            if (m.k3) matrix(p + "attn_gate.weight", {E, H * Vd});
-            matrix(p + "attn_output.weight", {H * Vd, E});
+            b.mla_q_kv_a(p, E, H, m.q_lora, C, N, R);
+            b.matrix(p + "attn_k_b.weight", {N, C, H})->b = 1.0f / std::sqrt(float(C));  // k_nope = k_b[h]^T c
+            b.matrix(p + "attn_v_b.weight", {C, Vd, H});
+            if (m.k3) b.matrix(p + "attn_gate.weight", {E, H * Vd});
+            b.matrix(p + "attn_output.weight", {H * Vd, E});
         }
-        norm(p + "ffn_norm.weight", E);
+        b.norm(p + "ffn_norm.weight", E);
         if (l < m.n_dense_lead) {
-            matrix(p + "ffn_gate.weight", {E, m.n_ff});
-            matrix(p + "ffn_up.weight", {E, m.n_ff});
-            matrix(p + "ffn_down.weight", {m.n_ff, E});
+            b.dense_ffn(p, E, m.n_ff);
             continue;
         }
-        f32_normal(p + "ffn_gate_inp.weight", {E, m.n_expert}, 1.0f / std::sqrt(float(E)));
-        add(p + "exp_probs_b.bias", STRATA_TYPE_F32, {m.n_expert}, true, -0.1f, 0.1f);
+        b.f32_normal(p + "ffn_gate_inp.weight", {E, m.n_expert}, 1.0f / std::sqrt(float(E)));
+        b.add(p + "exp_probs_b.bias", STRATA_TYPE_F32, {m.n_expert}, true, -0.1f, 0.1f);
         if (L > 0) {
-            matrix(p + "ffn_routed_down.weight", {E, L});
-            matrix(p + "ffn_routed_up.weight", {L, E});
-            norm(p + "ffn_routed_norm.weight", L);
+            b.matrix(p + "ffn_routed_down.weight", {E, L});
+            b.matrix(p + "ffn_routed_up.weight", {L, E});
+            b.norm(p + "ffn_routed_norm.weight", L);
         }
-        matrix(p + "ffn_gate_exps.weight", {Le, m.n_ff_exp, m.n_expert})->per_slice = true;
-        matrix(p + "ffn_up_exps.weight", {Le, m.n_ff_exp, m.n_expert})->per_slice = true;
-        matrix(p + "ffn_down_exps.weight", {m.n_ff_exp, Le, m.n_expert})->per_slice = true;
-        if (n_shexp > 0) {
-            matrix(p + "ffn_gate_shexp.weight", {E, n_shexp});
-            matrix(p + "ffn_up_shexp.weight", {E, n_shexp});
-            matrix(p + "ffn_down_shexp.weight", {n_shexp, E});
-        }
+        b.experts(p, E, Le, m.n_ff_exp, m.n_expert, n_shexp);
     }
-    if (attn_res) f32_normal("output_res_score.weight", {E}, score_std);
-    norm("output_norm.weight", E);
-    matrix("output.weight", {E, m.n_vocab});
-    return t;
+    if (attn_res) b.f32_normal("output_res_score.weight", {E}, score_std);
+    b.norm("output_norm.weight", E);
+    b.matrix("output.weight", {E, m.n_vocab});
+    return b.take();
 }
 
 void add_kimi_metadata(strata::writer& w, const Kimi& m) {
-    const std::string a = std::string(m.arch()) + ".";
-    auto u32 = [&](const std::string& key, int64_t value) { w.set_uint(a + key, STRATA_VALUE_U32, uint64_t(value)); };
-    auto f32 = [&](const std::string& key, double value) { w.set_float(a + key, STRATA_VALUE_F32, value); };
-    u32("context_length", m.n_ctx);
-    u32("embedding_length", m.n_embd);
-    u32("block_count", m.n_layer);
-    u32("vocab_size", m.n_vocab);
-    u32("feed_forward_length", m.n_ff);
-    u32("attention.head_count", m.n_head);
+    const ArchKeys k(w, m.arch());
+    k.shape(m.n_ctx, m.n_embd, m.n_layer);
+    k.u32("vocab_size", m.n_vocab);
+    k.u32("feed_forward_length", m.n_ff);
+    k.u32("attention.head_count", m.n_head);
     // Per layer: 0 marks a KDA layer, 1 an MLA layer (one latent KV head).
     std::vector<uint32_t> kv(size_t(m.n_layer), 0);
     for (int64_t il : m.mla_layers) kv[size_t(il)] = 1;
-    w.set_array(a + "attention.head_count_kv", STRATA_VALUE_U32, kv.data(), kv.size());
-    f32("attention.layer_norm_rms_epsilon", m.rms_eps);
-    if (m.q_lora > 0) u32("attention.q_lora_rank", m.q_lora);  // absent: a full attn_q
-    u32("attention.kv_lora_rank", m.kv_lora);
-    u32("attention.key_length_mla", m.qk_nope + m.qk_rope);
-    u32("attention.value_length_mla", m.v_head_dim);
-    u32("attention.key_length", m.kv_lora + m.qk_rope);  // the absorbed head
-    if (m.k3) u32("attention.value_length", m.kv_lora);   // kimi_linear.py writes only key_length
-    u32("rope.dimension_count", m.qk_rope);
-    f32("rope.freq_base", m.freq_base);
-    u32("ssm.conv_kernel", m.conv_kernel);
-    u32("kda.head_dim", m.head_dim);
-    if (m.k3) f32("kda.gate_lower_bound", m.gate_lower_bound);
-    u32("leading_dense_block_count", m.n_dense_lead);
-    if (m.n_layer > m.n_dense_lead) {
-        u32("expert_count", m.n_expert);
-        u32("expert_used_count", m.n_expert_used);
-        u32("expert_shared_count", m.n_expert_shared);
-        u32("expert_feed_forward_length", m.n_ff_exp);
-        u32("expert_gating_func", 2);  // sigmoid
-        if (m.k3) w.set_bool(a + "expert_weights_norm", m.weights_norm);
-        f32("expert_weights_scale", m.weights_scale);
-    }
+    k.u32_array("attention.head_count_kv", kv);
+    k.f32("attention.layer_norm_rms_epsilon", m.rms_eps);
+    if (m.q_lora > 0) k.u32("attention.q_lora_rank", m.q_lora);  // absent: a full attn_q
+    k.u32("attention.kv_lora_rank", m.kv_lora);
+    k.u32("attention.key_length_mla", m.qk_nope + m.qk_rope);
+    k.u32("attention.value_length_mla", m.v_head_dim);
+    k.u32("attention.key_length", m.kv_lora + m.qk_rope);  // the absorbed head
+    if (m.k3) k.u32("attention.value_length", m.kv_lora);   // kimi_linear.py writes only key_length
+    k.u32("rope.dimension_count", m.qk_rope);
+    k.f32("rope.freq_base", m.freq_base);
+    k.u32("ssm.conv_kernel", m.conv_kernel);
+    k.u32("kda.head_dim", m.head_dim);
+    if (m.k3) k.f32("kda.gate_lower_bound", m.gate_lower_bound);
+    k.u32("leading_dense_block_count", m.n_dense_lead);
+    if (m.n_layer > m.n_dense_lead)  // the router is always sigmoid (2)
+        k.experts(m.n_expert, m.n_expert_used, m.n_expert_shared, m.n_ff_exp, 2,
+                  m.k3 ? std::optional<bool>(m.weights_norm) : std::nullopt, m.weights_scale);
     if (m.k3) {
-        u32("expert_latent_length", m.latent);
-        f32("activation.situ_beta", m.situ_beta);
-        f32("activation.situ_linear_beta", m.situ_linear_beta);
-        u32("attn_res.block_size", m.attn_res_block);
+        k.u32("expert_latent_length", m.latent);
+        k.f32("activation.situ_beta", m.situ_beta);
+        k.f32("activation.situ_linear_beta", m.situ_linear_beta);
+        k.u32("attn_res.block_size", m.attn_res_block);
     }
 }
 

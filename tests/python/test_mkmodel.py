@@ -268,6 +268,66 @@ DS2_TINY = dict(n_embd=256, n_layer=3, n_ff=512, n_vocab=384, n_head=4, n_ctx=40
 W, F32 = "weight", "f32"  # a weight matrix (--type, or its row-length fallback), or always f32
 
 
+def _mla_q_kv_a(t: dict, p: str, E, H, q_lora, C, nope, R):
+    """MLA's query (q_a, its norm and q_b, or a full attn_q with q_lora 0) and compressed KV."""
+    if q_lora:
+        t[p + "attn_q_a.weight"] = ((E, q_lora), W)
+        t[p + "attn_q_a_norm.weight"] = ((q_lora,), F32)
+        t[p + "attn_q_b.weight"] = ((q_lora, H * (nope + R)), W)
+    else:
+        t[p + "attn_q.weight"] = ((E, H * (nope + R)), W)
+    t[p + "attn_kv_a_mqa.weight"] = ((E, C + R), W)
+    t[p + "attn_kv_a_norm.weight"] = ((C,), F32)
+
+
+def _dense_ffn(t: dict, p: str, E, n_ff, suffix=""):
+    t[p + f"ffn_gate{suffix}.weight"] = ((E, n_ff), W)
+    t[p + f"ffn_up{suffix}.weight"] = ((E, n_ff), W)
+    t[p + f"ffn_down{suffix}.weight"] = ((n_ff, E), W)
+
+
+def _experts(t: dict, p: str, E, Le, n_ff_exp, n_expert, n_expert_shared):
+    """The routed experts (rows of Le) and the shared ones."""
+    t[p + "ffn_gate_exps.weight"] = ((Le, n_ff_exp, n_expert), W)
+    t[p + "ffn_up_exps.weight"] = ((Le, n_ff_exp, n_expert), W)
+    t[p + "ffn_down_exps.weight"] = ((n_ff_exp, Le, n_expert), W)
+    if n_expert_shared:
+        _dense_ffn(t, p, E, n_ff_exp * n_expert_shared, "_shexp")
+
+
+def _check_tensors(r: gguf.GGUFReader, want: dict, wtype: str):
+    """The names, shapes and types `want` lists; yields each tensor with its (finite, varied) values."""
+    assert {t.name: tuple(int(d) for d in t.shape) for t in r.tensors} == {n: ne for n, (ne, _) in want.items()}
+    for t in r.tensors:
+        ne, kind = want[t.name]
+        expect = "f32" if kind == F32 else weight_type(wtype, ne[0])
+        assert t.tensor_type == TYPES[expect], (t.name, t.tensor_type, expect)
+        values = gguf.quants.dequantize(t.data, t.tensor_type)
+        assert np.isfinite(values).all() and values.std() > 0, t.name
+        yield t, values
+
+
+def _check_keys(r: gguf.GGUFReader, got: dict, keys: dict, arch: str, name: str, wtype: str, n_vocab: int):
+    """The arch keys (`got`: key -> (value, type)) as `keys` says, and the general ones."""
+    assert set(got) == set(keys)
+    for k, (value, vtype) in keys.items():
+        assert got[k][1] == vtype, k
+        if vtype == F32V:
+            assert got[k][0] == pytest.approx(value, rel=1e-6), k
+        else:
+            assert got[k][0] == value, k
+    assert _value(r, "general.architecture") == arch
+    assert _value(r, "general.name") == name
+    assert _value(r, "general.file_type") == {"iq1_s": 24, "q8_0": 7, "f16": 1, "bf16": 32, "f32": 0}[wtype]
+    assert len(_value(r, "tokenizer.ggml.tokens")) == n_vocab
+
+
+def _assert_types(r: gguf.GGUFReader, want: dict[str, str]):
+    """The named tensors of `r` hold the types `want` names (iq1_s, q8_0, f16, f32)."""
+    types = {t.name: t.tensor_type for t in r.tensors}
+    assert {n: types[n] for n in want} == {n: TYPES[kind] for n, kind in want.items()}
+
+
 def expected_deepseek2_tensors(n_embd, n_layer, n_ff, n_vocab, n_head, q_lora, kv_lora, qk_nope, qk_rope, v_head_dim,
                                n_ff_exp, n_expert, n_expert_shared, n_dense_lead, legacy=False, score_bias=True,
                                **_) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -278,14 +338,7 @@ def expected_deepseek2_tensors(n_embd, n_layer, n_ff, n_vocab, n_head, q_lora, k
     for i in range(n_layer):
         p = f"blk.{i}."
         t[p + "attn_norm.weight"] = ((E,), F32)
-        if q_lora:
-            t[p + "attn_q_a.weight"] = ((E, q_lora), W)
-            t[p + "attn_q_a_norm.weight"] = ((q_lora,), F32)
-            t[p + "attn_q_b.weight"] = ((q_lora, H * (nope + R)), W)
-        else:
-            t[p + "attn_q.weight"] = ((E, H * (nope + R)), W)
-        t[p + "attn_kv_a_mqa.weight"] = ((E, C + R), W)
-        t[p + "attn_kv_a_norm.weight"] = ((C,), F32)
+        _mla_q_kv_a(t, p, E, H, q_lora, C, nope, R)
         if legacy:
             t[p + "attn_kv_b.weight"] = ((C, H * (nope + v)), W)
         else:
@@ -294,21 +347,12 @@ def expected_deepseek2_tensors(n_embd, n_layer, n_ff, n_vocab, n_head, q_lora, k
         t[p + "attn_output.weight"] = ((H * v, E), W)
         t[p + "ffn_norm.weight"] = ((E,), F32)
         if i < n_dense_lead:
-            t[p + "ffn_gate.weight"] = ((E, n_ff), W)
-            t[p + "ffn_up.weight"] = ((E, n_ff), W)
-            t[p + "ffn_down.weight"] = ((n_ff, E), W)
+            _dense_ffn(t, p, E, n_ff)
             continue
         t[p + "ffn_gate_inp.weight"] = ((E, n_expert), F32)
         if score_bias:
             t[p + "exp_probs_b.bias"] = ((n_expert,), F32)
-        t[p + "ffn_gate_exps.weight"] = ((E, n_ff_exp, n_expert), W)
-        t[p + "ffn_up_exps.weight"] = ((E, n_ff_exp, n_expert), W)
-        t[p + "ffn_down_exps.weight"] = ((n_ff_exp, E, n_expert), W)
-        if n_expert_shared:
-            sh = n_ff_exp * n_expert_shared
-            t[p + "ffn_gate_shexp.weight"] = ((E, sh), W)
-            t[p + "ffn_up_shexp.weight"] = ((E, sh), W)
-            t[p + "ffn_down_shexp.weight"] = ((sh, E), W)
+        _experts(t, p, E, E, n_ff_exp, n_expert, n_expert_shared)
     return t
 
 
@@ -363,26 +407,10 @@ def expected_deepseek2_keys(n_embd, n_layer, n_ff, n_vocab, n_head, n_ctx, q_lor
 
 def _check_deepseek2(path: Path, wtype: str, shape: dict, keys: dict, name="strata-synthetic-deepseek2-tiny"):
     r = gguf.GGUFReader(path)
-    want = expected_deepseek2_tensors(**shape)
-    assert {t.name: tuple(int(d) for d in t.shape) for t in r.tensors} == {n: ne for n, (ne, _) in want.items()}
-    for t in r.tensors:
-        ne, kind = want[t.name]
-        expect = "f32" if kind == F32 else weight_type(wtype, ne[0])
-        assert t.tensor_type == TYPES[expect], (t.name, t.tensor_type, expect)
-        values = gguf.quants.dequantize(t.data, t.tensor_type)
-        assert np.isfinite(values).all() and values.std() > 0, t.name
+    for _ in _check_tensors(r, expected_deepseek2_tensors(**shape), wtype):
+        pass
     got = {k: (_value(r, k), r.fields[k].types[0]) for k in r.fields if k.startswith("deepseek2.")}
-    assert set(got) == set(keys)
-    for k, (value, vtype) in keys.items():
-        assert got[k][1] == vtype, k
-        if vtype == F32V:
-            assert got[k][0] == pytest.approx(value, rel=1e-6), k
-        else:
-            assert got[k][0] == value, k
-    assert _value(r, "general.architecture") == "deepseek2"
-    assert _value(r, "general.name") == name
-    assert _value(r, "general.file_type") == {"iq1_s": 24, "q8_0": 7, "f16": 1, "bf16": 32, "f32": 0}[wtype]
-    assert len(_value(r, "tokenizer.ggml.tokens")) == shape["n_vocab"]
+    _check_keys(r, got, keys, "deepseek2", name, wtype, shape["n_vocab"])
     return r
 
 
@@ -424,13 +452,10 @@ def test_deepseek2_rows_that_fit_no_block_fall_back_to_q8_0_or_f16(tmp_path):
              "--n-expert-shared", "2"]
     result = _mk(out, "--arch", "deepseek2", "--preset", "tiny", *flags)
     shape = dict(DS2_TINY, **args)
-    r = _check_deepseek2(out, "iq1_s", shape, expected_deepseek2_keys(**shape))
-    types = {t.name: t.tensor_type for t in r.tensors}
-    Q = gguf.GGMLQuantizationType
-    assert types["blk.0.attn_q_b.weight"] == Q.Q8_0 and types["blk.0.attn_k_b.weight"] == Q.F16
-    assert types["blk.2.ffn_down_exps.weight"] == Q.F16 and types["blk.2.ffn_up_exps.weight"] == Q.IQ1_S
-    assert types["blk.0.ffn_down.weight"] == Q.Q8_0 and types["blk.1.ffn_down_shexp.weight"] == Q.Q8_0
-    assert types["blk.0.attn_v_b.weight"] == Q.IQ1_S and types["output.weight"] == Q.IQ1_S
+    _assert_types(_check_deepseek2(out, "iq1_s", shape, expected_deepseek2_keys(**shape)), {
+        "blk.0.attn_q_b.weight": "q8_0", "blk.0.attn_k_b.weight": "f16", "blk.2.ffn_down_exps.weight": "f16",
+        "blk.2.ffn_up_exps.weight": "iq1_s", "blk.0.ffn_down.weight": "q8_0", "blk.1.ffn_down_shexp.weight": "q8_0",
+        "blk.0.attn_v_b.weight": "iq1_s", "output.weight": "iq1_s"})
     assert "blk.2.ffn_down_exps.weight" in result.stderr and "rows of 80 do not fit iq1_s" in result.stderr
 
 
@@ -594,23 +619,14 @@ def expected_kimi_tensors(arch, n_embd, n_layer, n_ff, n_vocab, n_head, head_dim
             t[p + "ssm_norm.weight"] = ((dk,), F32)
             t[p + "attn_output.weight"] = ((D, E), W)
         else:  # MLA
-            if q_lora:
-                t[p + "attn_q_a.weight"] = ((E, q_lora), W)
-                t[p + "attn_q_a_norm.weight"] = ((q_lora,), F32)
-                t[p + "attn_q_b.weight"] = ((q_lora, H * (N + R)), W)
-            else:
-                t[p + "attn_q.weight"] = ((E, H * (N + R)), W)
-            t[p + "attn_kv_a_mqa.weight"] = ((E, C + R), W)
-            t[p + "attn_kv_a_norm.weight"] = ((C,), F32)
+            _mla_q_kv_a(t, p, E, H, q_lora, C, N, R)
             t[p + "attn_k_b.weight"] = ((N, C, H), W)
             t[p + "attn_v_b.weight"] = ((C, Vd, H), W)
             if k3:
                 t[p + "attn_gate.weight"] = ((E, H * Vd), W)
             t[p + "attn_output.weight"] = ((H * Vd, E), W)
         if i < n_dense_lead:
-            t[p + "ffn_gate.weight"] = ((E, n_ff), W)
-            t[p + "ffn_up.weight"] = ((E, n_ff), W)
-            t[p + "ffn_down.weight"] = ((n_ff, E), W)
+            _dense_ffn(t, p, E, n_ff)
             continue
         t[p + "ffn_gate_inp.weight"] = ((E, n_expert), F32)
         t[p + "exp_probs_b.bias"] = ((n_expert,), F32)
@@ -618,14 +634,7 @@ def expected_kimi_tensors(arch, n_embd, n_layer, n_ff, n_vocab, n_head, head_dim
             t[p + "ffn_routed_down.weight"] = ((E, latent), W)
             t[p + "ffn_routed_up.weight"] = ((latent, E), W)
             t[p + "ffn_routed_norm.weight"] = ((latent,), F32)
-        t[p + "ffn_gate_exps.weight"] = ((Le, n_ff_exp, n_expert), W)
-        t[p + "ffn_up_exps.weight"] = ((Le, n_ff_exp, n_expert), W)
-        t[p + "ffn_down_exps.weight"] = ((n_ff_exp, Le, n_expert), W)
-        if n_expert_shared:
-            sh = n_ff_exp * n_expert_shared
-            t[p + "ffn_gate_shexp.weight"] = ((E, sh), W)
-            t[p + "ffn_up_shexp.weight"] = ((E, sh), W)
-            t[p + "ffn_down_shexp.weight"] = ((sh, E), W)
+        _experts(t, p, E, Le, n_ff_exp, n_expert, n_expert_shared)
     return t
 
 
@@ -671,15 +680,8 @@ KIMI_RANGES = {"kimi-linear": dict(ssm_a=(-1.0, -0.1), dt=(-1.0, 1.0)),
 
 def _check_kimi(path: Path, arch: str, wtype: str, shape: dict, keys: dict, preset="tiny"):
     r = gguf.GGUFReader(path)
-    want = expected_kimi_tensors(arch, **shape)
-    assert {t.name: tuple(int(d) for d in t.shape) for t in r.tensors} == {n: ne for n, (ne, _) in want.items()}
     ranges = KIMI_RANGES[arch]
-    for t in r.tensors:
-        ne, kind = want[t.name]
-        expect = "f32" if kind == F32 else weight_type(wtype, ne[0])
-        assert t.tensor_type == TYPES[expect], (t.name, t.tensor_type, expect)
-        values = gguf.quants.dequantize(t.data, t.tensor_type)
-        assert np.isfinite(values).all() and values.std() > 0, t.name
+    for t, values in _check_tensors(r, expected_kimi_tensors(arch, **shape), wtype):
         lo, hi = {"ssm_a": ranges["ssm_a"], "ssm_dt.bias": ranges["dt"], "exp_probs_b.bias": (-0.1, 0.1)}.get(
             t.name.split(".", 2)[-1], (0.8, 1.2) if t.name.endswith("norm.weight") else (-np.inf, np.inf))
         assert lo <= values.min() and values.max() <= hi, t.name
@@ -689,19 +691,9 @@ def _check_kimi(path: Path, arch: str, wtype: str, shape: dict, keys: dict, pres
             f = r.fields[k]
             vtype = U32_ARRAY if f.types == [gguf.GGUFValueType.ARRAY, U32] else f.types[0]
             got[k] = (_value(r, k), vtype)
-    assert set(got) == set(keys)
-    for k, (value, vtype) in keys.items():
-        assert got[k][1] == vtype, k
-        if vtype == F32V:
-            assert got[k][0] == pytest.approx(value, rel=1e-6), k
-        else:
-            assert got[k][0] == value, k
+    _check_keys(r, got, keys, arch, f"strata-synthetic-{arch}-{preset}", wtype, shape["n_vocab"])
     other = {"kimi-linear", "kimi-k3"} - {arch}
     assert not any(k.startswith(o + ".") for k in r.fields for o in other | {"deepseek2"})
-    assert _value(r, "general.architecture") == arch
-    assert _value(r, "general.name") == f"strata-synthetic-{arch}-{preset}"
-    assert _value(r, "general.file_type") == {"iq1_s": 24, "q8_0": 7, "f16": 1, "bf16": 32, "f32": 0}[wtype]
-    assert len(_value(r, "tokenizer.ggml.tokens")) == shape["n_vocab"]
     return r
 
 
@@ -764,14 +756,11 @@ def test_kimi_rows_that_fit_no_block_fall_back_to_q8_0_or_f16(tmp_path):
     flags = ["--kda-head-dim", "48", "--qk-nope", "40", "--n-ff-exp", "96", "--n-expert-shared", "2"]
     result = _mk(out, "--arch", "kimi-linear", "--preset", "tiny", *flags)
     shape = kimi_shape("kimi-linear", head_dim=48, qk_nope=40, n_ff_exp=96, n_expert_shared=2)
-    r = _check_kimi(out, "kimi-linear", "iq1_s", shape, expected_kimi_keys("kimi-linear", **shape))
-    types = {t.name: t.tensor_type for t in r.tensors}
-    Q = gguf.GGMLQuantizationType
-    assert types["blk.0.ssm_f_b.weight"] == Q.F16 and types["blk.1.ssm_g_b.weight"] == Q.F16
-    assert types["blk.0.attn_output.weight"] == Q.Q8_0 and types["blk.2.attn_k_b.weight"] == Q.F16
-    assert types["blk.3.ffn_down_exps.weight"] == Q.Q8_0 and types["blk.3.ffn_up_exps.weight"] == Q.IQ1_S
-    assert types["blk.1.ffn_down_shexp.weight"] == Q.Q8_0 and types["blk.0.attn_q.weight"] == Q.IQ1_S
-    assert types["blk.0.ssm_conv1d_q.weight"] == Q.F32 and types["blk.0.ssm_a"] == Q.F32
+    _assert_types(_check_kimi(out, "kimi-linear", "iq1_s", shape, expected_kimi_keys("kimi-linear", **shape)), {
+        "blk.0.ssm_f_b.weight": "f16", "blk.1.ssm_g_b.weight": "f16", "blk.0.attn_output.weight": "q8_0",
+        "blk.2.attn_k_b.weight": "f16", "blk.3.ffn_down_exps.weight": "q8_0", "blk.3.ffn_up_exps.weight": "iq1_s",
+        "blk.1.ffn_down_shexp.weight": "q8_0", "blk.0.attn_q.weight": "iq1_s", "blk.0.ssm_conv1d_q.weight": "f32",
+        "blk.0.ssm_a": "f32"})
     assert "blk.3.ffn_down_exps.weight" in result.stderr and "rows of 96 do not fit iq1_s" in result.stderr
 
 
