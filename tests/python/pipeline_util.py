@@ -206,6 +206,19 @@ class WorkerPool:
         ws = [self.spawn(model, wait=False, **kw) for _ in range(n)]
         return [w.wait_listening() for w in ws]
 
+    def respawn_on_port(self, model: Sequence[str], port: int, attempts: int = 20) -> WorkerProc:
+        """A fresh worker on a port just freed (retried: the kernel may hold it for a moment)."""
+        last = None
+        for _ in range(attempts):
+            w = self.spawn(model, wait=False, listen=f"127.0.0.1:{port}")
+            w._listening.wait(LISTEN_TIMEOUT_S)
+            if w.port == port:
+                return w
+            last = w.log()
+            w.kill()
+            time.sleep(0.5)
+        pytest.fail(f"no worker could listen on port {port} again after {attempts} attempts; last log:\n{last}")
+
     def close(self) -> None:
         for w in self.procs:
             w.kill()

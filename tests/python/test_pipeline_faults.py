@@ -92,20 +92,6 @@ def _fail_mid_generation(s: strata.Session, after_tokens: int, action) -> tuple[
     return e.value, t_err - acted[0], len(seen)
 
 
-def _respawn_on_port(pool: WorkerPool, paths, port: int, attempts: int = 20) -> WorkerProc:
-    """A fresh worker on a port just freed (retried: the kernel may hold it for a moment)."""
-    last = None
-    for _ in range(attempts):
-        w = pool.spawn(paths, wait=False, listen=f"127.0.0.1:{port}")
-        w._listening.wait(LISTEN_TIMEOUT_S)
-        if w.port == port:
-            return w
-        last = w.log()
-        w.kill()
-        time.sleep(0.5)
-    pytest.fail(f"no worker could listen on port {port} again after {attempts} attempts; last log:\n{last}")
-
-
 def test_a_killed_last_worker_fails_the_call_naming_it_then_reconnect_and_reset_recover(models, pool,
                                                                                          local_greedy):
     paths = models["llama-f32"]
@@ -120,7 +106,7 @@ def test_a_killed_last_worker_fails_the_call_naming_it_then_reconnect_and_reset_
         assert _names_stage(err.message, w2, 2), f"the error does not name the stage: {err.message}"
         assert elapsed <= PEER_TIMEOUT_MS / 1000 + DETECT_MARGIN_S, f"detected after {elapsed:.2f} s"
         w2.proc.wait(10)
-        w2b = _respawn_on_port(pool, paths, w2.port)
+        w2b = pool.respawn_on_port(paths, w2.port)
         p.reconnect()
         s.reset()
         assert s.n_past == 0

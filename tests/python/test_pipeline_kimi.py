@@ -151,20 +151,6 @@ def test_three_stage_kimi_pipeline_gives_the_local_logits_and_greedy_tokens(mode
     assert_same_trace(got, want, what, shape=(N_PROMPT, n_vocab), again=again, min_distinct=3)
 
 
-def _respawn_on_port(pool: WorkerPool, paths, port: int, attempts: int = 20):
-    """A fresh worker on a port just freed (retried: the kernel may hold it for a moment)."""
-    last = None
-    for _ in range(attempts):
-        w = pool.spawn(paths, wait=False, listen=f"127.0.0.1:{port}")
-        w._listening.wait(60)
-        if w.port == port:
-            return w
-        last = w.log()
-        w.kill()
-        time.sleep(0.5)
-    pytest.fail(f"no worker could listen on port {port} again after {attempts} attempts; last log:\n{last}")
-
-
 def test_a_stage_lost_mid_prefill_then_reconnect_and_reset_restart_every_recurrent_state(models, pool):
     """The last worker dies between two prefill calls (every stage's KDA state is past position
     17, the head's advances again in the failing call and cannot roll back): the call fails with
@@ -189,7 +175,7 @@ def test_a_stage_lost_mid_prefill_then_reconnect_and_reset_restart_every_recurre
             with pytest.raises(strata.StrataError) as e2:
                 s.decode([prompt[17]])
             assert e2.value.status == strata.Status.STAGE_FAILED, e2.value
-            w2b = _respawn_on_port(pool, paths, w2.port)
+            w2b = pool.respawn_on_port(paths, w2.port)
             p.reconnect()
             s.reset()
             assert s.n_past == 0
