@@ -9,34 +9,18 @@
 #include <vector>
 
 #include "exec/kda_recurrence.hpp"
+#include "cuda_test_util.cuh"
 #include "kda.cuh"
 
 using namespace strata;
+using cuda_test::download;
+using cuda_test::normal;
+using cuda_test::rng;
+using cuda_test::upload;
 
 namespace {
 
-std::mt19937_64 rng;
 int failures = 0;
-
-std::vector<float> normal(size_t n, float sd = 1.0f, float mean = 0.0f) {
-    std::normal_distribution<float> d(mean, sd);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
-}
-
-float* upload(const std::vector<float>& v) {
-    float* d = nullptr;
-    cudaMalloc(&d, v.size() * sizeof(float));
-    cudaMemcpy(d, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice);
-    return d;
-}
-
-std::vector<float> download(const float* d, size_t n) {
-    std::vector<float> v(n);
-    cudaMemcpy(v.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost);
-    return v;
-}
 
 void run(bool lower_bound) {
     const int H = 3, dk = 64, D = H * dk, K = 4, n_tokens = 5;
@@ -115,15 +99,7 @@ void run(bool lower_bound) {
 }  // namespace
 
 int main() {
-    int devices = 0;
-    if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
-        std::printf("SKIP cuda kda tests: no usable CUDA device (%s)\n",
-                    e == cudaSuccess ? "device count is 0" : cudaGetErrorString(e));
-        return 77;
-    }
-    const uint64_t seed = std::random_device{}();
-    rng.seed(seed);
-    std::printf("seed %llu\n", (unsigned long long)seed);
+    if (const int skip = cuda_test::start("cuda kda tests")) return skip;
     run(false);
     run(true);
     return failures ? 1 : 0;

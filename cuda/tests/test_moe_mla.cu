@@ -13,41 +13,23 @@
 
 #include "mla_attention.cuh"
 #include "moe.cuh"
+#include "cuda_test_util.cuh"
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
 
 using namespace strata;
+using cuda_test::download;
+using cuda_test::normal;
+using cuda_test::rng;
+using cuda_test::upload;
 
 namespace {
 
-std::mt19937_64 rng;
 int failures = 0;
 
 void report(bool ok, const char* what, double err, double tol) {
     failures += !ok;
     std::printf("%s %-34s max err %.3g (tolerance %.3g)\n", ok ? "PASS" : "FAIL", what, err, tol);
-}
-
-template <class T>
-T* upload(const std::vector<T>& v) {
-    T* d = nullptr;
-    cudaMalloc(&d, v.size() * sizeof(T));
-    cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
-    return d;
-}
-
-template <class T>
-std::vector<T> download(const T* d, size_t n) {
-    std::vector<T> v(n);
-    cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost);
-    return v;
-}
-
-std::vector<float> normal(size_t n, float sd = 1.0f) {
-    std::normal_distribution<float> d(0.0f, sd);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(rng);
-    return v;
 }
 
 std::vector<quant::block_iq1_s> random_blocks(size_t n) {
@@ -204,15 +186,7 @@ void test_mla() {
 }  // namespace
 
 int main() {
-    int devices = 0;
-    if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
-        std::printf("SKIP cuda moe/mla tests: no usable CUDA device (%s)\n",
-                    e == cudaSuccess ? "device count is 0" : cudaGetErrorString(e));
-        return 77;
-    }
-    const uint64_t seed = std::random_device{}();
-    rng.seed(seed);
-    std::printf("seed %llu\n", (unsigned long long)seed);
+    if (const int skip = cuda_test::start("cuda moe/mla tests")) return skip;
     test_route();
     test_gate_up_down();
     test_mla();
