@@ -49,8 +49,7 @@ void l2_normalize(float* v, int64_t n, double eps) {
 
 void Context::attention_kda(int64_t li, int64_t n) {
     const model::LayerWeights& L = w_.layers[size_t(li)];
-    const model::KdaParams& k = hp_.kda;
-    const int64_t D = hp_.kda_width(), dk = k.head_dim, K = k.conv_kernel;
+    const int64_t D = hp_.kda_width(), K = hp_.kda.conv_kernel;
     Scratch& s = *s_;
     const int64_t slot = kda_slot_[size_t(li)];
 
@@ -73,7 +72,6 @@ void Context::attention_kda(int64_t li, int64_t n) {
     causal_conv_silu(s.kq.data(), n, D, L.conv_q.data(), K, kda_.conv(slot, 0));
     causal_conv_silu(s.kk.data(), n, D, L.conv_k.data(), K, kda_.conv(slot, 1));
     causal_conv_silu(s.kv.data(), n, D, L.conv_v.data(), K, kda_.conv(slot, 2));
-    (void)dk;
     kda_heads(li, n);
     backend_->matmul(L.wo, s.attn.data(), n, s.proj.data());
 }

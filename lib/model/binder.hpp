@@ -50,6 +50,6 @@ void bind_mla_attention(Binder& b, const Hparams& hp, const std::string& prefix,
 void bind_moe_ffn(Binder& b, const Hparams& hp, const std::string& prefix, LayerWeights& L);
 // The Kimi parts (weights_kimi.cpp): a KDA layer; the K3 extras of a layer.
 void bind_kda_attention(Binder& b, const Hparams& hp, const std::string& prefix, LayerWeights& L);
-void bind_k3_extras(Binder& b, const Hparams& hp, int il, const std::string& prefix, LayerWeights& L);
+void bind_k3_extras(Binder& b, const Hparams& hp, const std::string& prefix, LayerWeights& L);
 
 }  // namespace strata::model

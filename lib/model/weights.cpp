@@ -150,7 +150,7 @@ ModelWeights bind_weights(const gguf::ModelFile& file, const Hparams& hp, int fi
             L.w_up = b.matrix(p + "ffn_up.weight", E, F);      // [n_embd, n_ff]
             L.w_down = b.matrix(p + "ffn_down.weight", F, E);  // [n_ff, n_embd]
         }
-        if (hp.arch.attention == AttentionKind::kda_mla) bind_k3_extras(b, hp, il, p, L);
+        if (hp.arch.attention == AttentionKind::kda_mla) bind_k3_extras(b, hp, p, L);
         w.layers.push_back(std::move(L));
     }
     if (w.last_stage) {

@@ -31,7 +31,7 @@ void bind_kda_attention(Binder& b, const Hparams& hp, const std::string& p, Laye
     L.wo = b.matrix(p + "attn_output.weight", D, E);
 }
 
-void bind_k3_extras(Binder& b, const Hparams& hp, int il, const std::string& p, LayerWeights& L) {
+void bind_k3_extras(Binder& b, const Hparams& hp, const std::string& p, LayerWeights& L) {
     const int64_t E = hp.n_embd;
     if (!L.recurrent && b.has(p + "attn_gate.weight")) L.attn_gate = b.matrix(p + "attn_gate.weight", E, hp.n_attn_out());
     if (L.moe && hp.moe.latent > 0) {
@@ -43,7 +43,6 @@ void bind_k3_extras(Binder& b, const Hparams& hp, int il, const std::string& p, 
         L.attn_res_score = b.vec(p + "attn_res_score.weight", E);
         L.ffn_res_score = b.vec(p + "ffn_res_score.weight", E);
     }
-    (void)il;
 }
 
 }  // namespace strata::model
