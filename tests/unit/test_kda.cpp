@@ -12,7 +12,10 @@
 #include "exec/kda_recurrence.hpp"
 #include "gguf/model_file.hpp"
 #include "gguf/writer.hpp"
+#include "model/hparams.hpp"
+#include "model/weights.hpp"
 #include "quant/formats.hpp"
+#include "util/error.hpp"
 
 using namespace strata;
 
@@ -31,8 +34,14 @@ void l2(float* v, int64_t n) {
     for (int64_t i = 0; i < n; ++i) v[i] = float(v[i] / std::sqrt(ss));
 }
 
+// What a bad-file test changes in the tiny model.
+struct KimiDefects {
+    std::vector<int32_t> head_count_kv = {0, 0, 1};
+    std::string drop_key, drop_tensor;
+};
+
 // A tiny kimi-linear model in memory: 3 layers (KDA dense, KDA MoE, MLA MoE), f32 weights.
-std::unique_ptr<gguf::ModelFile> tiny_kimi(uint64_t seed) {
+std::unique_ptr<gguf::ModelFile> tiny_kimi(uint64_t seed, const KimiDefects& defects = {}) {
     const int64_t E = 64, H = 2, dk = 32, D = H * dk, K = 4, C = 32, N = 16, R = 32, V = 16, FF = 64, FFE = 32,
                   NE = 4, vocab = 16;
     gguf::Writer w;
@@ -43,8 +52,8 @@ std::unique_ptr<gguf::ModelFile> tiny_kimi(uint64_t seed) {
     w.set_u32(p + "block_count", 3);
     w.set_u32(p + "feed_forward_length", uint32_t(FF));
     w.set_u32(p + "attention.head_count", uint32_t(H));
-    const int32_t kv[3] = {0, 0, 1};
-    w.set_array(p + "attention.head_count_kv", gguf::ValueType::i32, kv, 3);
+    w.set_array(p + "attention.head_count_kv", gguf::ValueType::i32, defects.head_count_kv.data(),
+                defects.head_count_kv.size());
     w.set_f32(p + "attention.layer_norm_rms_epsilon", 1e-5f);
     w.set_u32(p + "attention.kv_lora_rank", uint32_t(C));
     w.set_u32(p + "attention.key_length", uint32_t(C + R));
@@ -62,6 +71,7 @@ std::unique_ptr<gguf::ModelFile> tiny_kimi(uint64_t seed) {
     w.set_f32(p + "expert_weights_scale", 2.0f);
     std::mt19937_64 rng(seed);
     auto tensor = [&](const std::string& name, std::vector<int64_t> ne, float sd, float mean = 0.0f) {
+        if (name == defects.drop_tensor) return;
         int64_t n = 1;
         for (auto x : ne) n *= x;
         const auto v = normal(rng, size_t(n), sd, mean);
@@ -114,6 +124,7 @@ std::unique_ptr<gguf::ModelFile> tiny_kimi(uint64_t seed) {
     }
     tensor("output_norm.weight", {E}, 0.05f, 1.0f);
     mat("output.weight", E, vocab);
+    if (!defects.drop_key.empty()) w.remove(p + defects.drop_key);
     return gguf::ModelFile::parse_memory(w.to_bytes(), "tiny-kimi.gguf");
 }
 
@@ -235,4 +246,55 @@ TEST_CASE("the memory plan of Kimi K3 (the reported shapes): latent cache per to
     CHECK(exec::state_bytes_range(hp, 0, 31) + exec::state_bytes_range(hp, 31, 62) + exec::state_bytes_range(hp, 62, 93) ==
           69 * per_kda);
     CHECK(exec::kv_bytes_per_position_range(hp, exec::KvType::f16, 62, 93) == 9 * 1152);  // 63..91 step 4 (8) + 92
+}
+
+TEST_CASE("bad kimi files get an error naming the key or tensor") {
+    struct Case {
+        const char* what;
+        KimiDefects d;
+        const char* needle;
+    };
+    std::vector<Case> cases;
+    {
+        KimiDefects d;
+        d.head_count_kv = {0, 1};
+        cases.push_back({"a layer pattern of the wrong length", d, "attention.head_count_kv"});
+    }
+    {
+        KimiDefects d;
+        d.head_count_kv = {0, 0, -1};
+        cases.push_back({"a negative head count", d, "attention.head_count_kv"});
+    }
+    {
+        KimiDefects d;
+        d.drop_key = "kda.head_dim";
+        cases.push_back({"no KDA head width", d, "kda.head_dim"});
+    }
+    {
+        KimiDefects d;
+        d.drop_key = "ssm.conv_kernel";
+        cases.push_back({"no conv kernel", d, "ssm.conv_kernel"});
+    }
+    {
+        KimiDefects d;
+        d.drop_tensor = "blk.1.ssm_conv1d_k.weight";
+        cases.push_back({"a missing conv kernel tensor", d, "blk.1.ssm_conv1d_k.weight"});
+    }
+    {
+        KimiDefects d;
+        d.drop_tensor = "blk.0.ssm_a";
+        cases.push_back({"a missing decay rate", d, "blk.0.ssm_a"});
+    }
+    for (const Case& c : cases) {
+        CAPTURE(c.what);
+        std::string err;
+        try {
+            auto f = tiny_kimi(7, c.d);
+            const model::Hparams hp = model::read_hparams(*f);
+            (void)model::bind_weights(*f, hp, 0, int(hp.n_layer));
+        } catch (const Error& e) {
+            err = e.what();
+        }
+        CHECK(err.find(c.needle) != std::string::npos);
+    }
 }
