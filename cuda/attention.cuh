@@ -39,4 +39,12 @@ size_t attention_workspace_bytes(const AttentionShape& s, int n_tokens);
 cudaError_t attention(const float* q, const uint8_t* k_cache, const uint8_t* v_cache, const AttentionShape& s,
                       int n_tokens, const int32_t* n_past, void* workspace, float* out, cudaStream_t stream);
 
+// The two paths attention() chooses between (one token: decode, otherwise prefill), callable
+// alone so tests can run both on the same inputs. Decode takes one token and the workspace of
+// attention_workspace_bytes(s, 1); prefill any n_tokens and none.
+cudaError_t attention_decode(const float* q, const uint8_t* k_cache, const uint8_t* v_cache, const AttentionShape& s,
+                             const int32_t* n_past, void* workspace, float* out, cudaStream_t stream);
+cudaError_t attention_prefill(const float* q, const uint8_t* k_cache, const uint8_t* v_cache, const AttentionShape& s,
+                              int n_tokens, const int32_t* n_past, float* out, cudaStream_t stream);
+
 }  // namespace strata::cuda
