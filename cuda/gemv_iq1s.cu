@@ -1,0 +1,288 @@
+// The fused IQ1_S x Q8_K decode GEMV (gemv.cuh): y[t][r] = sum over superblocks b of
+//   (d_w[r][b] * d_x[t][b]) * (sumi + sumi1 / 8),
+// with sumi, sumi1 the exact integers of quant::iq1s_block_sums, so that the GPU and the CPU
+// (quant::vec_dot_iq1s_q8k_scalar) differ only in the order the per-superblock float terms are summed.
+//
+// Work split. A tile is 8 consecutive rows; their bytes are contiguous (rows are packed), so a
+// block stages a tile with aligned 16-byte cp.async copies (the span rounded out to 16 bytes:
+// the allocation is 256-byte aligned and padded by kDevicePadBytes) into shared memory, while it
+// decodes the previous tile (double buffer; blocks are persistent, looping over tiles). Thread p of
+// a block owns sub-block p (32 weights) of the row, at most a few per thread: it keeps that
+// sub-block's Q8_K activations of every token in registers and runs down the tile's 8 rows,
+// decoding from shared memory (grid table in shared memory too) and dotting with __dp4a. The 8
+// threads of one superblock hold the integer 8*sumi + sumi1 (exact, |.| < 2^23) in parts, summed by
+// a reduce-scatter over those 8 lanes (7 shuffles per 8 row-token pairs), after which each lane
+// owns one (row, token) pair of the superblock and adds its float term. Per-thread partial sums
+// are added in shared memory at the end of the tile, in a fixed order (deterministic).
+//
+// Registers for 8 tokens: 64 activation words; see the report of -Xptxas -v in the commit.
+//
+// UNTESTED ON A GPU until a device check has run it (cuda/tests/test_gemv.cu).
+#include <algorithm>
+#include <cstdint>
+
+#include "gemv.cuh"
+#include "gemv_launch.cuh"
+#include "quant/iq1s_block.hpp"
+#include "quant/q8_k.hpp"
+
+namespace strata::cuda::gemv_detail {
+namespace {
+
+constexpr int kTileRows = 8;      // rows per tile; also the lanes of one superblock (reduce-scatter)
+constexpr int kMaxThreads = 256;  // threads per block at most (one sub-block position each)
+constexpr int kSubBlocks = quant::kQK_K / quant::kIq1sSubBlock;  // 8 per superblock
+constexpr int kIq1sBytes = int(sizeof(quant::block_iq1_s));       // 50
+constexpr int kQ8KBytes = int(sizeof(quant::block_q8_K));         // 292
+constexpr int kGridBytes = quant::kIq1sGridSize * 8;              // 16 KiB
+static_assert(kTileRows == kSubBlocks, "the reduce-scatter gives each of a superblock's 8 lanes one pair of 8");
+static_assert(kQ8KBytes % 4 == 0, "Q8_K blocks stay 4-byte aligned in a row");
+
+// The grid table in global memory: copied once per (persistent) block into shared memory.
+__device__ const uint64_t kGridTable[quant::kIq1sGridSize] = {
+#include "quant/iq1s_grid.inc"
+};
+
+struct Iq1sArgs {
+    const uint8_t* w;
+    int64_t rows;
+    int64_t row_bytes;
+    int64_t n_tiles;
+    int nb;              // superblocks per row
+    int n_tokens;        // <= the kernel's T (7 tokens run the 8-token kernel: 7 spills at 128 registers)
+    uint32_t red_bytes;  // shared memory for the per-tile partial sums
+    uint32_t buf_bytes;  // one staging buffer
+    const uint8_t* act;  // [n_tokens][nb] block_q8_K
+    float* y;            // [n_tokens][rows]
+};
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Issue the copies of tile `tile`'s bytes, rounded out to 16-byte boundaries, into buf.
+__device__ __forceinline__ void stage_tile(const Iq1sArgs& a, int64_t tile, uint8_t* buf) {
+    const int64_t r0 = tile * kTileRows;
+    const int64_t r1 = min(a.rows, r0 + kTileRows);
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(a.w + uint64_t(r0) * uint64_t(a.row_bytes));
+    const uintptr_t end = reinterpret_cast<uintptr_t>(a.w + uint64_t(r1) * uint64_t(a.row_bytes));
+    const uintptr_t lo = begin & ~uintptr_t(15), hi = (end + 15) & ~uintptr_t(15);
+    const int n16 = int((hi - lo) / 16);  // <= buf_bytes / 16 (see launch_iq1s)
+    for (int i = int(threadIdx.x); i < n16; i += int(blockDim.x))
+        cp_async16(buf + 16 * i, reinterpret_cast<const void*>(lo + uintptr_t(16) * uintptr_t(i)));
+}
+
+// 8 lanes (q = lane % 8) each hold v[0..7]; afterwards lane q returns the sum over the 8 lanes of
+// v[q]. Shuffle offsets 4, 2, 1 stay inside the aligned group of 8, named by mask.
+__device__ __forceinline__ int reduce_scatter8(const int (&v)[8], int q, unsigned mask) {
+    int w[4];
+    const bool h4 = q & 4, h2 = q & 2, h1 = q & 1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int send = h4 ? v[i] : v[i + 4];
+        const int keep = h4 ? v[i + 4] : v[i];
+        w[i] = keep + __shfl_xor_sync(mask, send, 4);
+    }
+    int u[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const int send = h2 ? w[i] : w[i + 2];
+        const int keep = h2 ? w[i + 2] : w[i];
+        u[i] = keep + __shfl_xor_sync(mask, send, 2);
+    }
+    const int send = h1 ? u[0] : u[1];
+    const int keep = h1 ? u[1] : u[0];
+    return keep + __shfl_xor_sync(mask, send, 1);
+}
+
+// Decode tile `tile` (staged in buf) for T tokens and write its y values.
+template <int T>
+__device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, const uint8_t* buf, const uint2* grid,
+                                             float* red) {
+    const int64_t r0 = tile * kTileRows;
+    const int n_valid = int(min(int64_t(kTileRows), a.rows - r0));
+    const int rb = int(a.row_bytes);
+    // Offset of row r0 inside the staged span (the span starts at the 16-byte boundary below it).
+    const int base = int(reinterpret_cast<uintptr_t>(a.w + uint64_t(r0) * uint64_t(a.row_bytes)) & 15u);
+    const int tid = int(threadIdx.x), q = tid & 7, lane = tid & 31;
+    const unsigned group_mask = 0xffu << (lane & 24);
+    const int n_pos = kSubBlocks * a.nb;
+
+    float acc[T];
+#pragma unroll
+    for (int c = 0; c < T; ++c) acc[c] = 0.0f;
+
+    // p < n_pos is uniform over each aligned group of 8 lanes (n_pos and blockDim.x are multiples of 8).
+    for (int p = tid; p < n_pos; p += int(blockDim.x)) {
+        const int b = p / kSubBlocks, s = p % kSubBlocks;
+        int xq[T][8];  // this sub-block's 32 activations of each token
+        int bsum[T];   // their sum (bsums[2s] + bsums[2s+1])
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            if (t >= a.n_tokens) {  // a token beyond the launch's: zeros, its pairs are not written
+#pragma unroll
+                for (int k = 0; k < 8; ++k) xq[t][k] = 0;
+                bsum[t] = 0;
+                continue;
+            }
+            const uint8_t* blk = a.act + (int64_t(t) * a.nb + b) * kQ8KBytes;
+            const int* qs = reinterpret_cast<const int*>(blk + 4 + 32 * s);
+#pragma unroll
+            for (int k = 0; k < 8; ++k) xq[t][k] = __ldg(qs + k);
+            const unsigned bs = __ldg(reinterpret_cast<const unsigned*>(blk + 260 + 4 * s));
+            bsum[t] = int(int16_t(uint16_t(bs & 0xffffu))) + int(int16_t(uint16_t(bs >> 16)));
+        }
+        int v[8];  // pending (row, token) integers; pair i = r * T + t goes to v[i % 8]
+#pragma unroll
+        for (int r = 0; r < kTileRows; ++r) {
+            int sub[T];
+            int ls8 = 0, lss = 0;  // 8 * (2l+1) and +-(2l+1): v = 8 * ls * sub + sign * ls * bsum
+            if (r < n_valid) {     // uniform over the block
+                const uint8_t* blk = buf + base + r * rb + b * kIq1sBytes;
+                const unsigned qs01 = *reinterpret_cast<const uint16_t*>(blk + 2 + 4 * s);
+                const unsigned qs23 = *reinterpret_cast<const uint16_t*>(blk + 4 + 4 * s);
+                const unsigned qh = *reinterpret_cast<const uint16_t*>(blk + 34 + 2 * s);
+                // index of group k = qs[4s+k] | ((qh >> 3k) & 7) << 8 (quant::iq1s_group_index)
+                const uint2 g0 = grid[(qs01 & 0xffu) | ((qh << 8) & 0x700u)];
+                const uint2 g1 = grid[(qs01 >> 8) | ((qh << 5) & 0x700u)];
+                const uint2 g2 = grid[(qs23 & 0xffu) | ((qh << 2) & 0x700u)];
+                const uint2 g3 = grid[(qs23 >> 8) | ((qh >> 1) & 0x700u)];
+                const int ls = 2 * int((qh >> 12) & 7u) + 1;
+                ls8 = 8 * ls;
+                lss = (qh & 0x8000u) ? -ls : ls;
+#pragma unroll
+                for (int t = 0; t < T; ++t) {
+                    int d = __dp4a(int(g0.x), xq[t][0], 0);
+                    d = __dp4a(int(g0.y), xq[t][1], d);
+                    d = __dp4a(int(g1.x), xq[t][2], d);
+                    d = __dp4a(int(g1.y), xq[t][3], d);
+                    d = __dp4a(int(g2.x), xq[t][4], d);
+                    d = __dp4a(int(g2.y), xq[t][5], d);
+                    d = __dp4a(int(g3.x), xq[t][6], d);
+                    sub[t] = __dp4a(int(g3.y), xq[t][7], d);
+                }
+            } else {
+#pragma unroll
+                for (int t = 0; t < T; ++t) sub[t] = 0;
+            }
+#pragma unroll
+            for (int t = 0; t < T; ++t) {
+                const int i = r * T + t;
+                v[i % 8] = ls8 * sub[t] + lss * bsum[t];
+                if (i % 8 == 7) {  // 8 pairs pending: lane q takes pair 8c + q
+                    const int c = i / 8;
+                    const int total = reduce_scatter8(v, q, group_mask);
+                    const int pair = 8 * c + q, pr = pair / T, pt = pair % T;
+                    if (pr < n_valid && pt < a.n_tokens) {
+                        const float dw = quant::f16_to_f32(
+                            *reinterpret_cast<const uint16_t*>(buf + base + pr * rb + b * kIq1sBytes));
+                        const float dx = __ldg(reinterpret_cast<const float*>(a.act + (int64_t(pt) * a.nb + b) * kQ8KBytes));
+                        // total / 8 = sumi + sumi1 / 8 exactly (|total| < 2^23), as the CPU forms it.
+                        acc[c] = fmaf(__fmul_rn(dw, dx), __fmul_rn(float(total), 0.125f), acc[c]);
+                    }
+                }
+            }
+        }
+    }
+
+    // Pair 8c + q of slot tid / 8; then thread i adds pair i over the slots in order.
+    const int n_slots = int(blockDim.x) / 8, slot = tid / 8;
+#pragma unroll
+    for (int c = 0; c < T; ++c) red[slot * 8 * T + 8 * c + q] = acc[c];
+    __syncthreads();
+    for (int i = tid; i < 8 * T; i += int(blockDim.x)) {
+        const int pr = i / T, pt = i % T;
+        if (pr >= n_valid || pt >= a.n_tokens) continue;
+        float sum = 0.0f;
+        for (int sl = 0; sl < n_slots; ++sl) sum += red[sl * 8 * T + i];
+        a.y[int64_t(pt) * a.rows + r0 + pr] = sum;
+    }
+}
+
+template <int T>
+__global__ void __launch_bounds__(kMaxThreads, 2) iq1s_gemv_kernel(Iq1sArgs a) {
+    extern __shared__ __align__(16) uint8_t smem[];
+    uint2* grid = reinterpret_cast<uint2*>(smem);
+    float* red = reinterpret_cast<float*>(smem + kGridBytes);
+    uint8_t* const buf0 = smem + kGridBytes + a.red_bytes;  // two staging buffers, buf_bytes each
+
+    int64_t tile = blockIdx.x;  // the launch has at most n_tiles blocks
+    stage_tile(a, tile, buf0);
+    cp_async_commit();
+    const uint2* table = reinterpret_cast<const uint2*>(kGridTable);
+    for (int i = int(threadIdx.x); i < quant::kIq1sGridSize; i += int(blockDim.x)) grid[i] = table[i];
+
+    for (int it = 0; tile < a.n_tiles; ++it, tile += gridDim.x) {
+        const int64_t next = tile + gridDim.x;
+        if (next < a.n_tiles) stage_tile(a, next, buf0 + ((it + 1) & 1) * a.buf_bytes);
+        cp_async_commit();  // possibly empty: keeps "all but the newest group" meaning this tile
+        cp_async_wait<1>();
+        __syncthreads();  // this tile's bytes (and, the first time, the grid) visible to all
+        compute_tile<T>(a, tile, buf0 + (it & 1) * a.buf_bytes, grid, red);
+        __syncthreads();  // buffer and red free before the next iteration overwrites them
+    }
+    cp_async_wait<0>();  // nothing is left in flight when the block exits
+}
+
+template <int T>
+cudaError_t launch_t(Iq1sArgs args, int threads, cudaStream_t stream) {
+    args.red_bytes = uint32_t((threads / 8) * 8 * T * int(sizeof(float)) + 15) / 16 * 16;
+    const size_t smem = size_t(kGridBytes) + args.red_bytes + 2 * size_t(args.buf_bytes);
+    auto kernel = iq1s_gemv_kernel<T>;
+    if (smem > 48 * 1024)
+        if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+            e != cudaSuccess)
+            return e;
+    int device = 0, sms = 0, per_sm = 0;
+    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
+        e != cudaSuccess)
+        return e;
+    if (per_sm < 1) return cudaErrorInvalidValue;  // the tile does not fit in shared memory
+    const int64_t blocks = std::min<int64_t>(args.n_tiles, int64_t(per_sm) * sms);
+    kernel<<<unsigned(blocks), threads, smem, stream>>>(args);
+    return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_iq1s(const DeviceMatrix& w, const void* act, int n_tokens, float* y, cudaStream_t stream) {
+    Iq1sArgs a{};
+    a.w = w.data;
+    a.rows = w.rows;
+    a.row_bytes = int64_t(w.row_bytes);
+    a.n_tiles = (w.rows + kTileRows - 1) / kTileRows;
+    a.nb = int(w.cols / quant::kQK_K);
+    a.act = static_cast<const uint8_t*>(act);
+    a.y = y;
+    a.n_tokens = n_tokens;
+    // One sub-block position per thread and round: the fewest rounds of at most kMaxThreads,
+    // with the threads spread evenly over them (whole warps).
+    const int n_pos = kSubBlocks * a.nb;
+    const int rounds = (n_pos + kMaxThreads - 1) / kMaxThreads;
+    const int threads = ((n_pos + rounds - 1) / rounds + 31) / 32 * 32;
+    // Staging buffer: 8 rows plus up to 15 bytes of rounding at each end, in whole 16-byte units.
+    const int64_t buf = (kTileRows * a.row_bytes + 15) / 16 * 16 + 32;
+    if (buf > 100 * 1024) return cudaErrorInvalidValue;  // rows of more than 65,536 columns
+    a.buf_bytes = uint32_t(buf);
+    switch (n_tokens) {
+    case 1: return launch_t<1>(a, threads, stream);
+    case 2: return launch_t<2>(a, threads, stream);
+    case 3: return launch_t<3>(a, threads, stream);
+    case 4: return launch_t<4>(a, threads, stream);
+    case 5: return launch_t<5>(a, threads, stream);
+    case 6: return launch_t<6>(a, threads, stream);
+    case 7: return launch_t<8>(a, threads, stream);
+    case 8: return launch_t<8>(a, threads, stream);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+}  // namespace strata::cuda::gemv_detail

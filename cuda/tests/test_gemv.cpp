@@ -1,0 +1,292 @@
+// The decode products (gemv.cuh) against the CPU backend, on fresh random data:
+//  1. quantize_activations: Q8_K and Q8_0 blocks byte for byte equal to quant::quantize_row_q8_k /
+//     quantize_row_q8_0, including magnitude ties (+m/-m, either first, in one lane and across
+//     lanes) and an all-zero block (the d = 0 branch);
+//  2. gemv for IQ1_S, Q8_0, F16, BF16 and F32 weights, ragged row counts, several widths and every
+//     token count 1..kGemvMaxTokens, against exec::CpuBackend(1).matmul on the same host bytes, with
+//     y poisoned (NaN) before each launch; plus matrices that start at a 2-byte (not 16-byte)
+//     boundary inside their allocation, one tall enough that blocks loop over several tiles, and
+//     the invalid-argument returns.
+// Exit 77 (ctest: skipped) with a printed reason when no GPU is present. A .cpp (C++20, host
+// compiler): the CPU backend's headers use std::span, and every GPU step goes through gemv.cuh.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda_test_util.cuh"
+#include "device_matrix.hpp"
+#include "exec/cpu_backend.hpp"
+#include "gemv.cuh"
+#include "quant/convert.hpp"
+#include "quant/half.hpp"
+#include "quant/iq1s_block.hpp"
+#include "quant/iq1s_quantize.hpp"
+#include "quant/q8_0.hpp"
+#include "quant/q8_k.hpp"
+#include "quant/type_ids.hpp"
+
+using namespace strata;
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string& what) {
+    failures += !ok;
+    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
+}
+
+// A device allocation freed on scope exit (cudaMalloc is 256-byte aligned).
+struct DeviceBuffer {
+    void* p = nullptr;
+    explicit DeviceBuffer(size_t bytes) {
+        if (cudaMalloc(&p, bytes == 0 ? 1 : bytes) != cudaSuccess) p = nullptr;
+    }
+    ~DeviceBuffer() { cudaFree(p); }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    template <class T>
+    T* as() const { return static_cast<T*>(p); }
+};
+
+const char* type_name(uint32_t t) {
+    switch (t) {
+    case quant::kTypeF32: return "F32";
+    case quant::kTypeF16: return "F16";
+    case quant::kTypeBF16: return "BF16";
+    case quant::kTypeQ8_0: return "Q8_0";
+    case quant::kTypeIQ1_S: return "IQ1_S";
+    default: return "?";
+    }
+}
+
+// ---- 1. quantized activations ----------------------------------------------------------------
+
+// Random rows with planted ties of the largest magnitude m: in row 0, block 0 has -m at 3 and +m
+// at 200 (lanes 0 and 25 of the Q8_K warp), block 1 (if any) +m at 8 and -m at 9 (one lane);
+// row 1 (if any) has an all-zero block 0.
+std::vector<float> activation_rows(int64_t cols, int n_tokens) {
+    std::vector<float> x = cuda_test::normal(size_t(cols) * size_t(n_tokens), 1.5f);
+    const float m = 8.0f;  // above every N(0, 1.5) draw of these sizes but for ~1e-7 of them
+    x[3] = -m;
+    x[200] = m;
+    if (cols >= 512) {
+        x[256 + 8] = m;
+        x[256 + 9] = -m;
+    }
+    for (size_t i = 0; i < x.size(); ++i)  // no other element reaches m
+        if (std::fabs(x[i]) >= m && i != 3 && i != 200 && i != 264 && i != 265) x[i] = 0.5f;
+    if (n_tokens > 1) std::fill(x.begin() + cols, x.begin() + cols + 256, 0.0f);
+    return x;
+}
+
+void test_quantize(uint32_t type, int64_t cols, int n_tokens) {
+    const std::vector<float> x = activation_rows(cols, n_tokens);
+    const size_t bytes = cuda::gemv_act_bytes(type, cols, n_tokens);
+    std::vector<uint8_t> expected(bytes), got(bytes);
+    for (int t = 0; t < n_tokens; ++t) {
+        const float* xt = x.data() + size_t(t) * size_t(cols);
+        if (type == quant::kTypeIQ1_S)
+            quant::quantize_row_q8_k(xt, reinterpret_cast<quant::block_q8_K*>(expected.data()) + t * (cols / 256), cols);
+        else
+            quant::quantize_row_q8_0(xt, reinterpret_cast<quant::block_q8_0*>(expected.data()) + t * (cols / 32), cols);
+    }
+    float* dx = cuda_test::upload(x);
+    DeviceBuffer act(bytes);
+    cudaMemset(act.p, 0xa5, bytes);  // poison: every byte must be written
+    cudaError_t e = cuda::quantize_activations(type, dx, cols, n_tokens, act.p, nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaMemcpy(got.data(), act.p, bytes, cudaMemcpyDeviceToHost);
+    cudaFree(dx);
+    size_t diff = 0;
+    for (size_t i = 0; i < bytes; ++i) diff += got[i] != expected[i];
+    check(e == cudaSuccess && diff == 0 && bytes > 0,
+          std::string("quantize_activations ") + (type == quant::kTypeIQ1_S ? "Q8_K" : "Q8_0") + " cols=" +
+              std::to_string(cols) + " tokens=" + std::to_string(n_tokens) + " bytes=" + std::to_string(bytes) +
+              " differing=" + std::to_string(diff) + " (" + cudaGetErrorString(e) + ")");
+}
+
+// ---- 2. gemv against the CPU backend -----------------------------------------------------------
+
+// Host bytes of a rows x cols matrix of type t, quantized/converted from random floats with lib/quant.
+std::vector<uint8_t> host_weights(uint32_t t, int64_t rows, int64_t cols, uint64_t* row_bytes) {
+    const std::vector<float> wf = cuda_test::normal(size_t(rows) * size_t(cols), 0.5f);
+    std::vector<uint8_t> out;
+    const size_t n = wf.size();
+    switch (t) {
+    case quant::kTypeIQ1_S: {
+        *row_bytes = uint64_t(cols / 256) * sizeof(quant::block_iq1_s);
+        out.resize(size_t(rows) * *row_bytes);
+        const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
+        quant::quantize_iq1s(wf.data(), out.data(), rows, cols, nullptr, threads);
+        break;
+    }
+    case quant::kTypeQ8_0:
+        *row_bytes = uint64_t(cols / 32) * sizeof(quant::block_q8_0);
+        out.resize(size_t(rows) * *row_bytes);
+        quant::quantize_row_q8_0(wf.data(), reinterpret_cast<quant::block_q8_0*>(out.data()), int64_t(n));
+        break;
+    case quant::kTypeF16:
+    case quant::kTypeBF16:
+        *row_bytes = uint64_t(cols) * 2;
+        out.resize(n * 2);
+        if (t == quant::kTypeF16) quant::f32_to_f16_row(wf.data(), reinterpret_cast<uint16_t*>(out.data()), int64_t(n));
+        else quant::f32_to_bf16_row(wf.data(), reinterpret_cast<uint16_t*>(out.data()), int64_t(n));
+        break;
+    default:
+        *row_bytes = uint64_t(cols) * 4;
+        out.resize(n * 4);
+        std::memcpy(out.data(), wf.data(), out.size());
+        break;
+    }
+    return out;
+}
+
+// Random IQ1_S bytes (every grid index, scale code and sign reachable) with finite scales: for a
+// matrix too tall to quantize from floats quickly.
+std::vector<uint8_t> random_iq1s(int64_t rows, int64_t cols, uint64_t* row_bytes) {
+    *row_bytes = uint64_t(cols / 256) * sizeof(quant::block_iq1_s);
+    std::vector<quant::block_iq1_s> blocks(size_t(rows * (cols / 256)));
+    for (auto& b : blocks) {
+        for (auto& q : b.qs) q = uint8_t(cuda_test::rng());
+        for (auto& h : b.qh) h = uint16_t(cuda_test::rng());
+        b.d = quant::f32_to_f16(std::ldexp(float(cuda_test::rng() % 1000 + 1), -12) * ((cuda_test::rng() & 1) ? -1.0f : 1.0f));
+    }
+    std::vector<uint8_t> out(blocks.size() * sizeof(quant::block_iq1_s));
+    std::memcpy(out.data(), blocks.data(), out.size());
+    return out;
+}
+
+// Tolerances. IQ1_S and Q8_0: both sides form the same per-block integers and the same float term
+// per block (checked by the byte-exact activations above); only the order the terms are added in
+// differs, an error of a few ulps of the running sum (~1e-7 relative for <= 112 terms), so 1e-5
+// relative leaves two orders of margin and still catches one wrong block (~1/sqrt(blocks) ~ 0.1).
+// F32/F16/BF16: the same products summed in a different order (CPU: 8-lane or sequential; GPU:
+// strided over a warp), ~sqrt(cols) * 2^-24 relative: 1e-5 again. Max abs is taken relative to the
+// largest |y| (elements near zero have no meaningful relative error).
+constexpr double kTolRelRms = 1e-5, kTolMaxRel = 1e-5;
+
+// One gemv case: the matrix placed `offset` bytes into a padded allocation.
+void run_case(uint32_t type, int64_t rows, int64_t cols, const std::vector<uint8_t>& host, uint64_t row_bytes,
+              size_t offset, int n_tokens, exec::CpuBackend& cpu) {
+    const std::vector<float> x = cuda_test::normal(size_t(n_tokens) * size_t(cols));
+    std::vector<float> expected(size_t(n_tokens) * size_t(rows));
+    model::WeightView wv;
+    wv.name = "w";
+    wv.type = type;
+    wv.cols = cols;
+    wv.rows = rows;
+    wv.row_bytes = row_bytes;
+    wv.data = host.data();
+    wv.nbytes = host.size();
+    cpu.matmul(wv, x.data(), n_tokens, expected.data());
+
+    DeviceBuffer wbuf(offset + host.size() + cuda::kDevicePadBytes);
+    cudaMemset(wbuf.p, 0x7f, offset + host.size() + cuda::kDevicePadBytes);  // bytes around the matrix: garbage
+    cudaMemcpy(wbuf.as<uint8_t>() + offset, host.data(), host.size(), cudaMemcpyHostToDevice);
+    cuda::DeviceMatrix w;
+    w.type = type;
+    w.cols = cols;
+    w.rows = rows;
+    w.row_bytes = row_bytes;
+    w.data = wbuf.as<uint8_t>() + offset;
+
+    float* dx = cuda_test::upload(x);
+    const size_t act_bytes = cuda::gemv_act_bytes(type, cols, n_tokens);
+    DeviceBuffer act(act_bytes);
+    DeviceBuffer y(expected.size() * sizeof(float));
+    cudaMemset(y.p, 0xff, expected.size() * sizeof(float));  // NaN poison
+    cudaError_t e = cuda::quantize_activations(type, dx, cols, n_tokens, act.p, nullptr);
+    if (e == cudaSuccess) e = cuda::gemv(w, dx, act.p, n_tokens, y.as<float>(), nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    std::vector<float> got(expected.size(), std::nanf(""));
+    if (e == cudaSuccess) e = cudaMemcpy(got.data(), y.p, got.size() * sizeof(float), cudaMemcpyDeviceToHost);
+    cudaFree(dx);
+
+    double sd2 = 0, sr2 = 0, max_abs = 0, max_ref = 0;
+    bool finite = true;
+    for (size_t i = 0; i < got.size(); ++i) {
+        finite = finite && std::isfinite(got[i]);
+        const double d = double(got[i]) - double(expected[i]);
+        sd2 += d * d;
+        sr2 += double(expected[i]) * double(expected[i]);
+        max_abs = std::max(max_abs, std::fabs(d));
+        max_ref = std::max(max_ref, std::fabs(double(expected[i])));
+    }
+    const double rel_rms = sr2 > 0 ? std::sqrt(sd2 / sr2) : std::sqrt(sd2);
+    const bool ok = e == cudaSuccess && finite && rel_rms <= kTolRelRms && max_abs <= kTolMaxRel * std::max(max_ref, 1e-30);
+    char line[256];
+    std::snprintf(line, sizeof line, "gemv %-5s rows=%-5lld cols=%-5lld offset=%-2zu tokens=%d rel_rms=%.2e max_abs=%.2e (max|y| %.3g) %s",
+                  type_name(type), (long long)rows, (long long)cols, offset, n_tokens, rel_rms, max_abs, max_ref,
+                  cudaGetErrorString(e));
+    check(ok, line);
+}
+
+void test_invalid_arguments() {
+    DeviceBuffer buf(4096);
+    float* y = buf.as<float>();
+    cuda::DeviceMatrix w;
+    w.type = quant::kTypeIQ1_S;
+    w.cols = 256;
+    w.rows = 1;
+    w.row_bytes = 50;
+    w.data = buf.as<uint8_t>();
+    const void* act = buf.p;
+    const float* x = buf.as<float>();
+    bool ok = cuda::gemv(w, x, act, 0, y, nullptr) == cudaErrorInvalidValue &&
+              cuda::gemv(w, x, act, cuda::kGemvMaxTokens + 1, y, nullptr) == cudaErrorInvalidValue;
+    cuda::DeviceMatrix bad = w;
+    bad.cols = 300;  // not a multiple of 256
+    ok = ok && cuda::gemv(bad, x, act, 1, y, nullptr) == cudaErrorInvalidValue;
+    bad = w;
+    bad.type = quant::kTypeQ8_K;  // not a weight type gemv takes
+    ok = ok && cuda::gemv(bad, x, act, 1, y, nullptr) == cudaErrorInvalidValue && !cuda::gemv_supports(quant::kTypeQ8_K);
+    bad = w;
+    bad.row_bytes = 52;  // not the packed row size
+    ok = ok && cuda::gemv(bad, x, act, 1, y, nullptr) == cudaErrorInvalidValue;
+    ok = ok && cuda::quantize_activations(quant::kTypeQ8_0, x, 48, 1, buf.p, nullptr) == cudaErrorInvalidValue;
+    ok = ok && cuda::quantize_activations(quant::kTypeIQ1_S, x, 256, 9, buf.p, nullptr) == cudaErrorInvalidValue;
+    ok = ok && cudaGetLastError() == cudaSuccess;  // nothing was launched
+    check(ok, "invalid arguments return cudaErrorInvalidValue");
+}
+
+}  // namespace
+
+int main() {
+    if (int rc = cuda_test::start("gemv"); rc != 0) return rc;
+
+    for (const uint32_t type : {uint32_t(quant::kTypeIQ1_S), uint32_t(quant::kTypeQ8_0)})
+        for (const int64_t cols : {int64_t(256), int64_t(2816), int64_t(7168)})
+            for (const int n : {1, 2, 5, 8}) test_quantize(type, cols, n);
+
+    test_invalid_arguments();
+
+    exec::CpuBackend cpu(1);
+    const uint32_t types[] = {quant::kTypeIQ1_S, quant::kTypeQ8_0, quant::kTypeF16, quant::kTypeBF16, quant::kTypeF32};
+    for (const uint32_t type : types)
+        for (const int64_t rows : {int64_t(1), int64_t(7), int64_t(33), int64_t(1000)})
+            for (const int64_t cols : {int64_t(256), int64_t(2816), int64_t(4096)}) {
+                uint64_t row_bytes = 0;
+                const std::vector<uint8_t> host = host_weights(type, rows, cols, &row_bytes);
+                // 33 rows: the matrix starts 2 bytes past a 16-byte boundary (4 for F32: scalar path),
+                // as a matrix of a stack does.
+                const size_t offset = rows == 33 ? (type == quant::kTypeF32 ? 36 : 34) : 0;
+                for (int n = 1; n <= cuda::kGemvMaxTokens; ++n) run_case(type, rows, cols, host, row_bytes, offset, n, cpu);
+            }
+
+    // Tall IQ1_S matrices: more tiles than resident blocks, so each block loops and double-buffers.
+    for (const int64_t cols : {int64_t(256), int64_t(2816)}) {
+        const int64_t rows = 24001;
+        uint64_t row_bytes = 0;
+        const std::vector<uint8_t> host = random_iq1s(rows, cols, &row_bytes);
+        for (const int n : {1, 3, 7, 8}) run_case(quant::kTypeIQ1_S, rows, cols, host, row_bytes, 2, n, cpu);
+    }
+
+    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
+    return failures ? 1 : 0;
+}
