@@ -8,7 +8,8 @@
 // the allocation is 256-byte aligned and padded by kDevicePadBytes) into shared memory, while it
 // decodes the previous tile (double buffer; blocks are persistent, looping over tiles). Thread p of
 // a block owns sub-block p (32 weights) of the row, at most a few per thread: it keeps that
-// sub-block's Q8_K activations of every token in registers and runs down the tile's 8 rows,
+// sub-block's Q8_K activations of every token in registers (loaded once for all the block's tiles
+// when one position per thread covers the row, up to 8192 columns) and runs down the tile's 8 rows,
 // decoding from shared memory (grid table in shared memory too) and dotting with __dp4a. The 8
 // threads of one superblock hold the integer 8*sumi + sumi1 (exact, |.| < 2^23) in parts, summed by
 // a reduce-scatter over those 8 lanes (7 shuffles per 8 row-token pairs), after which each lane
@@ -101,10 +102,32 @@ __device__ __forceinline__ int reduce_scatter8(const int (&v)[8], int q, unsigne
     return keep + __shfl_xor_sync(mask, send, 1);
 }
 
-// Decode tile `tile` (staged in buf) for T tokens and write its y values.
+// Sub-block position p's 32 activations of each token (xq) and their sum (bsums[2s] + bsums[2s+1]).
+template <int T>
+__device__ __forceinline__ void load_activations(const Iq1sArgs& a, int p, int (&xq)[T][8], int (&bsum)[T]) {
+    const int b = p / kSubBlocks, s = p % kSubBlocks;
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+        if (t >= a.n_tokens) {  // a token beyond the launch's: zeros, its pairs are not written
+#pragma unroll
+            for (int k = 0; k < 8; ++k) xq[t][k] = 0;
+            bsum[t] = 0;
+            continue;
+        }
+        const uint8_t* blk = a.act + (int64_t(t) * a.nb + b) * kQ8KBytes;
+        const int* qs = reinterpret_cast<const int*>(blk + 4 + 32 * s);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) xq[t][k] = __ldg(qs + k);
+        const unsigned bs = __ldg(reinterpret_cast<const unsigned*>(blk + 260 + 4 * s));
+        bsum[t] = int(int16_t(uint16_t(bs & 0xffffu))) + int(int16_t(uint16_t(bs >> 16)));
+    }
+}
+
+// Decode tile `tile` (staged in buf) for T tokens and write its y values. preloaded: the block has
+// one position per thread (one round), whose activations xq/bsum were loaded once for all tiles.
 template <int T>
 __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, const uint8_t* buf, const uint2* grid,
-                                             float* red) {
+                                             float* red, bool preloaded, int (&xq)[T][8], int (&bsum)[T]) {
     const int64_t r0 = tile * kTileRows;
     const int n_valid = int(min(int64_t(kTileRows), a.rows - r0));
     const int rb = int(a.row_bytes);
@@ -121,23 +144,7 @@ __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, co
     // p < n_pos is uniform over each aligned group of 8 lanes (n_pos and blockDim.x are multiples of 8).
     for (int p = tid; p < n_pos; p += int(blockDim.x)) {
         const int b = p / kSubBlocks, s = p % kSubBlocks;
-        int xq[T][8];  // this sub-block's 32 activations of each token
-        int bsum[T];   // their sum (bsums[2s] + bsums[2s+1])
-#pragma unroll
-        for (int t = 0; t < T; ++t) {
-            if (t >= a.n_tokens) {  // a token beyond the launch's: zeros, its pairs are not written
-#pragma unroll
-                for (int k = 0; k < 8; ++k) xq[t][k] = 0;
-                bsum[t] = 0;
-                continue;
-            }
-            const uint8_t* blk = a.act + (int64_t(t) * a.nb + b) * kQ8KBytes;
-            const int* qs = reinterpret_cast<const int*>(blk + 4 + 32 * s);
-#pragma unroll
-            for (int k = 0; k < 8; ++k) xq[t][k] = __ldg(qs + k);
-            const unsigned bs = __ldg(reinterpret_cast<const unsigned*>(blk + 260 + 4 * s));
-            bsum[t] = int(int16_t(uint16_t(bs & 0xffffu))) + int(int16_t(uint16_t(bs >> 16)));
-        }
+        if (!preloaded) load_activations<T>(a, p, xq, bsum);
         int v[8];  // pending (row, token) integers; pair i = r * T + t goes to v[i % 8]
 #pragma unroll
         for (int r = 0; r < kTileRows; ++r) {
@@ -218,13 +225,20 @@ __global__ void __launch_bounds__(kMaxThreads, 2) iq1s_gemv_kernel(Iq1sArgs a) {
     const uint2* table = reinterpret_cast<const uint2*>(kGridTable);
     for (int i = int(threadIdx.x); i < quant::kIq1sGridSize; i += int(blockDim.x)) grid[i] = table[i];
 
+    // One round (a position per thread, the usual case up to 8192 columns): this thread's
+    // activations stay in registers for every tile it decodes.
+    const int n_pos = kSubBlocks * a.nb;
+    const bool preloaded = n_pos <= int(blockDim.x);
+    int xq[T][8], bsum[T];
+    if (preloaded && int(threadIdx.x) < n_pos) load_activations<T>(a, int(threadIdx.x), xq, bsum);
+
     for (int it = 0; tile < a.n_tiles; ++it, tile += gridDim.x) {
         const int64_t next = tile + gridDim.x;
         if (next < a.n_tiles) stage_tile(a, next, buf0 + ((it + 1) & 1) * a.buf_bytes);
         cp_async_commit();  // possibly empty: keeps "all but the newest group" meaning this tile
         cp_async_wait<1>();
         __syncthreads();  // this tile's bytes (and, the first time, the grid) visible to all
-        compute_tile<T>(a, tile, buf0 + (it & 1) * a.buf_bytes, grid, red);
+        compute_tile<T>(a, tile, buf0 + (it & 1) * a.buf_bytes, grid, red, preloaded, xq, bsum);
         __syncthreads();  // buffer and red free before the next iteration overwrites them
     }
     cp_async_wait<0>();  // nothing is left in flight when the block exits
