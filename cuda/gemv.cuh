@@ -35,7 +35,9 @@ cudaError_t quantize_activations(uint32_t weight_type, const float* x, int64_t c
                                  cudaStream_t stream);
 
 // y [n_tokens][w.rows] = W x for 1 <= n_tokens <= kGemvMaxTokens; act from quantize_activations
-// of the same x (IQ1_S, Q8_0). cudaErrorInvalidValue for an unsupported type or token count.
+// of the same x (IQ1_S, Q8_0). cudaErrorInvalidValue for an unsupported type or token count, cols
+// not a multiple of the type's block, row_bytes not the packed row size, act not 4-byte aligned,
+// or IQ1_S rows of more than 65,536 columns (eight such rows are staged in shared memory twice).
 cudaError_t gemv(const DeviceMatrix& w, const float* x, const void* act, int n_tokens, float* y, cudaStream_t stream);
 
 }  // namespace strata::cuda

@@ -283,8 +283,10 @@ cudaError_t launch_iq1s(const DeviceMatrix& w, const void* act, int n_tokens, fl
     const int rounds = (n_pos + kMaxThreads - 1) / kMaxThreads;
     const int threads = ((n_pos + rounds - 1) / rounds + 31) / 32 * 32;
     // Staging buffer: 8 rows plus up to 15 bytes of rounding at each end, in whole 16-byte units.
+    // At 65,536 columns two buffers (2 x 100 KiB), the grid and the sums take 224 KiB of the
+    // 227 KiB a block may have on sm_90; wider rows are refused.
+    if (a.nb > 256) return cudaErrorInvalidValue;
     const int64_t buf = (kTileRows * a.row_bytes + 15) / 16 * 16 + 32;
-    if (buf > 100 * 1024) return cudaErrorInvalidValue;  // rows of more than 65,536 columns
     a.buf_bytes = uint32_t(buf);
     switch (n_tokens) {
     case 1: return launch_t<1>(a, threads, stream);

@@ -5,8 +5,8 @@
 //  2. gemv for IQ1_S, Q8_0, F16, BF16 and F32 weights, ragged row counts, several widths and every
 //     token count 1..kGemvMaxTokens, against exec::CpuBackend(1).matmul on the same host bytes, with
 //     y poisoned (NaN) before each launch; plus matrices that start at a 2-byte (not 16-byte)
-//     boundary inside their allocation, one tall enough that blocks loop over several tiles, and
-//     the invalid-argument returns.
+//     boundary inside their allocation, rows wider than one position per thread, matrices tall
+//     enough that blocks loop over several tiles, and the invalid-argument returns.
 // Exit 77 (ctest: skipped) with a printed reason when no GPU is present. A .cpp (C++20, host
 // compiler): the CPU backend's headers use std::span, and every GPU step goes through gemv.cuh.
 #include <algorithm>
@@ -278,6 +278,16 @@ int main() {
                 const size_t offset = rows == 33 ? (type == quant::kTypeF32 ? 36 : 34) : 0;
                 for (int n = 1; n <= cuda::kGemvMaxTokens; ++n) run_case(type, rows, cols, host, row_bytes, offset, n, cpu);
             }
+
+    // Wide rows: more 32-weight positions than threads (IQ1_S: several rounds per tile, the
+    // activations reloaded per round instead of once per block).
+    for (const uint32_t type : {uint32_t(quant::kTypeIQ1_S), uint32_t(quant::kTypeQ8_0), uint32_t(quant::kTypeF32)})
+        for (const int64_t cols : {int64_t(9216), int64_t(18432)}) {
+            const int64_t rows = 19;
+            uint64_t row_bytes = 0;
+            const std::vector<uint8_t> host = host_weights(type, rows, cols, &row_bytes);
+            for (const int n : {1, 4, 7, 8}) run_case(type, rows, cols, host, row_bytes, 0, n, cpu);
+        }
 
     // Tall IQ1_S matrices: more tiles than resident blocks, so each block loops and double-buffers.
     for (const int64_t cols : {int64_t(256), int64_t(2816)}) {
