@@ -10,7 +10,9 @@
 // a block owns sub-block p (32 weights) of the row, at most a few per thread: it keeps that
 // sub-block's Q8_K activations of every token in registers (loaded once for all the block's tiles
 // when one position per thread covers the row, up to 8192 columns) and runs down the tile's 8 rows,
-// decoding from shared memory (grid table in shared memory too) and dotting with __dp4a. The 8
+// decoding from shared memory (grid table in shared memory too, packed to 4 bits a value so one
+// 32-bit load, not a 64-bit one, serves a group: the random lookups' bank conflicts are what
+// limits this kernel) and dotting with __dp4a. The 8
 // threads of one superblock hold the integer 8*sumi + sumi1 (exact, |.| < 2^23) in parts, summed by
 // a reduce-scatter over those 8 lanes (7 shuffles per 8 row-token pairs), after which each lane
 // owns one (row, token) pair of the superblock and adds its float term. Per-thread partial sums
@@ -21,6 +23,8 @@
 // UNTESTED ON A GPU until a device check has run it (cuda/tests/test_gemv.cu).
 #include <algorithm>
 #include <cstdint>
+
+#include <cuda_fp16.h>
 
 #include "gemv.cuh"
 #include "gemv_launch.cuh"
@@ -35,11 +39,11 @@ constexpr int kMaxThreads = 256;  // threads per block at most (one sub-block po
 constexpr int kSubBlocks = quant::kQK_K / quant::kIq1sSubBlock;  // 8 per superblock
 constexpr int kIq1sBytes = int(sizeof(quant::block_iq1_s));       // 50
 constexpr int kQ8KBytes = int(sizeof(quant::block_q8_K));         // 292
-constexpr int kGridBytes = quant::kIq1sGridSize * 8;              // 16 KiB
+constexpr int kGridBytes = quant::kIq1sGridSize * 4;              // 8 KiB, packed (pack_grid_entry)
 static_assert(kTileRows == kSubBlocks, "the reduce-scatter gives each of a superblock's 8 lanes one pair of 8");
 static_assert(kQ8KBytes % 4 == 0, "Q8_K blocks stay 4-byte aligned in a row");
 
-// The grid table in global memory: copied once per (persistent) block into shared memory.
+// The grid table in global memory: packed once per (persistent) block into shared memory.
 __device__ const uint64_t kGridTable[quant::kIq1sGridSize] = {
 #include "quant/iq1s_grid.inc"
 };
@@ -56,6 +60,21 @@ struct Iq1sArgs {
     const uint8_t* act;  // [n_tokens][nb] block_q8_K
     float* y;            // [n_tokens][rows]
 };
+
+// A grid entry (eight values in {-1, 0, 1}) as value + 1 in 4 bits: value j < 4 in the low
+// nibble of byte j, value 4 + j in its high nibble, so e & 0x0f0f0f0f and (e >> 4) & 0x0f0f0f0f
+// are the two dp4a operands (values + 1, in 0..2). The +1 is taken back with the activations'
+// sum: sum (g+1) q = sum g q + sum q, and sum q over a sub-block is bsums[2s] + bsums[2s+1]
+// (Q8_K's bsums are the sums of its qs, as quantize_activations and quantize_row_q8_k write them).
+__device__ __forceinline__ uint32_t pack_grid_entry(uint64_t e) {
+    uint32_t p = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        p |= ((uint32_t(e >> (8 * k)) + 1u) & 0xfu) << (8 * k);
+        p |= ((uint32_t(e >> (8 * (k + 4))) + 1u) & 0xfu) << (8 * k + 4);
+    }
+    return p;
+}
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -126,7 +145,7 @@ __device__ __forceinline__ void load_activations(const Iq1sArgs& a, int p, int (
 // Decode tile `tile` (staged in buf) for T tokens and write its y values. preloaded: the block has
 // one position per thread (one round), whose activations xq/bsum were loaded once for all tiles.
 template <int T>
-__device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, const uint8_t* buf, const uint2* grid,
+__device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, const uint8_t* buf, const uint32_t* grid,
                                              float* red, bool preloaded, int (&xq)[T][8], int (&bsum)[T]) {
     const int64_t r0 = tile * kTileRows;
     const int n_valid = int(min(int64_t(kTileRows), a.rows - r0));
@@ -149,30 +168,30 @@ __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, co
 #pragma unroll
         for (int r = 0; r < kTileRows; ++r) {
             int sub[T];
-            int ls8 = 0, lss = 0;  // 8 * (2l+1) and +-(2l+1): v = 8 * ls * sub + sign * ls * bsum
+            // v = 8 * ls * sum(g q) + sign * ls * bsum = ls8 * sum((g+1) q) + lsb * bsum
+            int ls8 = 0, lsb = 0;
             if (r < n_valid) {     // uniform over the block
                 const uint8_t* blk = buf + base + r * rb + b * kIq1sBytes;
                 const unsigned qs01 = *reinterpret_cast<const uint16_t*>(blk + 2 + 4 * s);
                 const unsigned qs23 = *reinterpret_cast<const uint16_t*>(blk + 4 + 4 * s);
                 const unsigned qh = *reinterpret_cast<const uint16_t*>(blk + 34 + 2 * s);
                 // index of group k = qs[4s+k] | ((qh >> 3k) & 7) << 8 (quant::iq1s_group_index)
-                const uint2 g0 = grid[(qs01 & 0xffu) | ((qh << 8) & 0x700u)];
-                const uint2 g1 = grid[(qs01 >> 8) | ((qh << 5) & 0x700u)];
-                const uint2 g2 = grid[(qs23 & 0xffu) | ((qh << 2) & 0x700u)];
-                const uint2 g3 = grid[(qs23 >> 8) | ((qh >> 1) & 0x700u)];
+                const uint32_t e0 = grid[(qs01 & 0xffu) | ((qh << 8) & 0x700u)];
+                const uint32_t e1 = grid[(qs01 >> 8) | ((qh << 5) & 0x700u)];
+                const uint32_t e2 = grid[(qs23 & 0xffu) | ((qh << 2) & 0x700u)];
+                const uint32_t e3 = grid[(qs23 >> 8) | ((qh >> 1) & 0x700u)];
+                const int g[8] = {int(e0 & 0x0f0f0f0fu), int((e0 >> 4) & 0x0f0f0f0fu), int(e1 & 0x0f0f0f0fu),
+                                  int((e1 >> 4) & 0x0f0f0f0fu), int(e2 & 0x0f0f0f0fu), int((e2 >> 4) & 0x0f0f0f0fu),
+                                  int(e3 & 0x0f0f0f0fu), int((e3 >> 4) & 0x0f0f0f0fu)};
                 const int ls = 2 * int((qh >> 12) & 7u) + 1;
                 ls8 = 8 * ls;
-                lss = (qh & 0x8000u) ? -ls : ls;
+                lsb = ((qh & 0x8000u) ? -ls : ls) - ls8;
 #pragma unroll
                 for (int t = 0; t < T; ++t) {
-                    int d = __dp4a(int(g0.x), xq[t][0], 0);
-                    d = __dp4a(int(g0.y), xq[t][1], d);
-                    d = __dp4a(int(g1.x), xq[t][2], d);
-                    d = __dp4a(int(g1.y), xq[t][3], d);
-                    d = __dp4a(int(g2.x), xq[t][4], d);
-                    d = __dp4a(int(g2.y), xq[t][5], d);
-                    d = __dp4a(int(g3.x), xq[t][6], d);
-                    sub[t] = __dp4a(int(g3.y), xq[t][7], d);
+                    int d = 0;
+#pragma unroll
+                    for (int k = 0; k < 8; ++k) d = __dp4a(g[k], xq[t][k], d);
+                    sub[t] = d;
                 }
             } else {
 #pragma unroll
@@ -181,14 +200,14 @@ __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, co
 #pragma unroll
             for (int t = 0; t < T; ++t) {
                 const int i = r * T + t;
-                v[i % 8] = ls8 * sub[t] + lss * bsum[t];
+                v[i % 8] = ls8 * sub[t] + lsb * bsum[t];
                 if (i % 8 == 7) {  // 8 pairs pending: lane q takes pair 8c + q
                     const int c = i / 8;
                     const int total = reduce_scatter8(v, q, group_mask);
                     const int pair = 8 * c + q, pr = pair / T, pt = pair % T;
                     if (pr < n_valid && pt < a.n_tokens) {
-                        const float dw = quant::f16_to_f32(
-                            *reinterpret_cast<const uint16_t*>(buf + base + pr * rb + b * kIq1sBytes));
+                        const float dw = __half2float(  // exact, as quant::f16_to_f32
+                            __ushort_as_half(*reinterpret_cast<const unsigned short*>(buf + base + pr * rb + b * kIq1sBytes)));
                         const float dx = __ldg(reinterpret_cast<const float*>(a.act + (int64_t(pt) * a.nb + b) * kQ8KBytes));
                         // total / 8 = sumi + sumi1 / 8 exactly (|total| < 2^23), as the CPU forms it.
                         acc[c] = fmaf(__fmul_rn(dw, dx), __fmul_rn(float(total), 0.125f), acc[c]);
@@ -215,15 +234,14 @@ __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, co
 template <int T>
 __global__ void __launch_bounds__(kMaxThreads, 2) iq1s_gemv_kernel(Iq1sArgs a) {
     extern __shared__ __align__(16) uint8_t smem[];
-    uint2* grid = reinterpret_cast<uint2*>(smem);
+    uint32_t* grid = reinterpret_cast<uint32_t*>(smem);
     float* red = reinterpret_cast<float*>(smem + kGridBytes);
     uint8_t* const buf0 = smem + kGridBytes + a.red_bytes;  // two staging buffers, buf_bytes each
 
     int64_t tile = blockIdx.x;  // the launch has at most n_tiles blocks
     stage_tile(a, tile, buf0);
     cp_async_commit();
-    const uint2* table = reinterpret_cast<const uint2*>(kGridTable);
-    for (int i = int(threadIdx.x); i < quant::kIq1sGridSize; i += int(blockDim.x)) grid[i] = table[i];
+    for (int i = int(threadIdx.x); i < quant::kIq1sGridSize; i += int(blockDim.x)) grid[i] = pack_grid_entry(kGridTable[i]);
 
     // One round (a position per thread, the usual case up to 8192 columns): this thread's
     // activations stay in registers for every tile it decodes.
@@ -283,7 +301,7 @@ cudaError_t launch_iq1s(const DeviceMatrix& w, const void* act, int n_tokens, fl
     const int rounds = (n_pos + kMaxThreads - 1) / kMaxThreads;
     const int threads = ((n_pos + rounds - 1) / rounds + 31) / 32 * 32;
     // Staging buffer: 8 rows plus up to 15 bytes of rounding at each end, in whole 16-byte units.
-    // At 65,536 columns two buffers (2 x 100 KiB), the grid and the sums take 224 KiB of the
+    // At 65,536 columns two buffers (2 x 100 KiB), the grid and the sums take 216 KiB of the
     // 227 KiB a block may have on sm_90; wider rows are refused.
     if (a.nb > 256) return cudaErrorInvalidValue;
     const int64_t buf = (kTileRows * a.row_bytes + 15) / 16 * 16 + 32;
