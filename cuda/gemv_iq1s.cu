@@ -43,10 +43,6 @@ constexpr int kGridBytes = quant::kIq1sGridSize * 4;              // 8 KiB, pack
 static_assert(kTileRows == kSubBlocks, "the reduce-scatter gives each of a superblock's 8 lanes one pair of 8");
 static_assert(kQ8KBytes % 4 == 0, "Q8_K blocks stay 4-byte aligned in a row");
 
-// The grid table in global memory: packed once per (persistent) block into shared memory.
-__device__ const uint64_t kGridTable[quant::kIq1sGridSize] = {
-#include "quant/iq1s_grid.inc"
-};
 
 struct Iq1sArgs {
     const uint8_t* w;
@@ -54,7 +50,7 @@ struct Iq1sArgs {
     int64_t row_bytes;
     int64_t n_tiles;
     int nb;              // superblocks per row
-    int n_tokens;        // <= the kernel's T (7 tokens run the 8-token kernel: 7 spills at 128 registers)
+    int n_tokens;        // <= the kernel's T (7 tokens run the 8-token kernel: a 7-token one spills)
     uint32_t red_bytes;  // shared memory for the per-tile partial sums
     uint32_t buf_bytes;  // one staging buffer
     const uint8_t* act;  // [n_tokens][nb] block_q8_K
@@ -66,15 +62,29 @@ struct Iq1sArgs {
 // are the two dp4a operands (values + 1, in 0..2). The +1 is taken back with the activations'
 // sum: sum (g+1) q = sum g q + sum q, and sum q over a sub-block is bsums[2s] + bsums[2s+1]
 // (Q8_K's bsums are the sums of its qs, as quantize_activations and quantize_row_q8_k write them).
-__device__ __forceinline__ uint32_t pack_grid_entry(uint64_t e) {
+constexpr uint32_t pack_grid_entry(uint64_t e) {
     uint32_t p = 0;
-#pragma unroll
     for (int k = 0; k < 4; ++k) {
         p |= ((uint32_t(e >> (8 * k)) + 1u) & 0xfu) << (8 * k);
         p |= ((uint32_t(e >> (8 * (k + 4))) + 1u) & 0xfu) << (8 * k + 4);
     }
     return p;
 }
+
+struct alignas(16) PackedGrid {
+    uint32_t entry[quant::kIq1sGridSize];
+};
+
+constexpr PackedGrid pack_grid() {
+    PackedGrid g{};
+    for (int i = 0; i < quant::kIq1sGridSize; ++i) g.entry[i] = pack_grid_entry(quant::kIq1sGrid[i]);
+    return g;
+}
+
+// The packed table in global memory, built at compile time from the one host table; each
+// (persistent) block copies it into shared memory once.
+__device__ const PackedGrid kPackedGrid = pack_grid();
+static_assert(pack_grid_entry(0x00ff01ff00ff0100ull) == 0x11002201u, "byte j: value j + 1 low, value 4 + j + 1 high");
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -241,7 +251,9 @@ __global__ void __launch_bounds__(kMaxThreads, 2) iq1s_gemv_kernel(Iq1sArgs a) {
     int64_t tile = blockIdx.x;  // the launch has at most n_tiles blocks
     stage_tile(a, tile, buf0);
     cp_async_commit();
-    for (int i = int(threadIdx.x); i < quant::kIq1sGridSize; i += int(blockDim.x)) grid[i] = pack_grid_entry(kGridTable[i]);
+    const uint4* packed = reinterpret_cast<const uint4*>(kPackedGrid.entry);
+    for (int i = int(threadIdx.x); i < quant::kIq1sGridSize / 4; i += int(blockDim.x))
+        reinterpret_cast<uint4*>(grid)[i] = packed[i];
 
     // One round (a position per thread, the usual case up to 8192 columns): this thread's
     // activations stay in registers for every tile it decodes.
