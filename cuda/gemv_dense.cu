@@ -1,7 +1,9 @@
 // The other decode products of gemv (gemv.cuh): Q8_0 weights with Q8_0 activations (an exact
 // integer dot per 32-block scaled as the CPU backend does, lib/exec/cpu_backend.cpp), and F32 /
-// F16 / BF16 weights with the float activations. One warp per row, 8 rows per block; each lane
-// reads its weights once and uses them for every token (1..kGemvMaxTokens).
+// F16 / BF16 weights with the float activations. One warp per row (Q8_0: per 4 rows, so each
+// activation block read serves 4 rows), 8 warps per block; each lane reads its weights once and
+// uses them for every token (1..kGemvMaxTokens). Not tuned to the bandwidth as the IQ1_S kernel is:
+// Q8_0 blocks are 34 bytes, so a warp's loads of them touch 9 cache lines each.
 //
 // UNTESTED ON A GPU until a device check has run it (cuda/tests/test_gemv.cu).
 #include <cstdint>
@@ -17,7 +19,8 @@
 namespace strata::cuda::gemv_detail {
 namespace {
 
-constexpr int kRowsPerBlock = 8;  // one warp each
+constexpr int kRowsPerBlock = 8;  // one warp each (Q8_0: kQ8Rows each)
+constexpr int kQ8Rows = 4;
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kQ8_0Bytes = int(sizeof(quant::block_q8_0));  // 34: blocks start at any even address
 
@@ -50,34 +53,46 @@ __device__ __forceinline__ Q8_0Block load_q8_0(const uint8_t* p) {
     return b;
 }
 
+// kQ8Rows rows per warp: each activation block loaded serves that many rows.
 template <int T>
 __global__ void __launch_bounds__(kRowsPerBlock * 32) q8_0_gemv_kernel(const uint8_t* w, int64_t rows,
                                                                        int64_t row_bytes, int nb,
                                                                        const uint8_t* act, float* y) {
-    const int64_t r = int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-    if (r >= rows) return;  // whole warps
+    const int64_t r0 = (int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32) * kQ8Rows;
+    if (r0 >= rows) return;  // whole warps
+    const int n_rows = int(min(int64_t(kQ8Rows), rows - r0));
     const int lane = int(threadIdx.x % 32);
-    const uint8_t* row = w + uint64_t(r) * uint64_t(row_bytes);
-    float acc[T];
+    float acc[kQ8Rows][T];
 #pragma unroll
-    for (int t = 0; t < T; ++t) acc[t] = 0.0f;
+    for (int i = 0; i < kQ8Rows; ++i)
+#pragma unroll
+        for (int t = 0; t < T; ++t) acc[i][t] = 0.0f;
     for (int b = lane; b < nb; b += 32) {
-        const Q8_0Block wb = load_q8_0(row + int64_t(b) * kQ8_0Bytes);
+        Q8_0Block wb[kQ8Rows];
+#pragma unroll
+        for (int i = 0; i < kQ8Rows; ++i)
+            if (i < n_rows) wb[i] = load_q8_0(w + uint64_t(r0 + i) * uint64_t(row_bytes) + int64_t(b) * kQ8_0Bytes);
 #pragma unroll
         for (int t = 0; t < T; ++t) {
             const Q8_0Block xb = load_q8_0(act + (int64_t(t) * nb + b) * kQ8_0Bytes);
-            int s = 0;
 #pragma unroll
-            for (int k = 0; k < 8; ++k) s = __dp4a(wb.qs[k], xb.qs[k], s);
-            // The CPU's term: float(s) * (d_w * d_x), each product rounded on its own.
-            acc[t] = __fadd_rn(acc[t], __fmul_rn(float(s), __fmul_rn(wb.d, xb.d)));
+            for (int i = 0; i < kQ8Rows; ++i) {
+                if (i >= n_rows) continue;
+                int s = 0;
+#pragma unroll
+                for (int k = 0; k < 8; ++k) s = __dp4a(wb[i].qs[k], xb.qs[k], s);
+                // The CPU's term: float(s) * (d_w * d_x), each product rounded on its own.
+                acc[i][t] = __fadd_rn(acc[i][t], __fmul_rn(float(s), __fmul_rn(wb[i].d, xb.d)));
+            }
         }
     }
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
-        const float sum = warp_sum(acc[t]);
-        if (lane == 0) y[int64_t(t) * rows + r] = sum;
-    }
+    for (int i = 0; i < kQ8Rows; ++i)
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            const float sum = warp_sum(acc[i][t]);
+            if (lane == 0 && i < n_rows) y[int64_t(t) * rows + r0 + i] = sum;
+        }
 }
 
 enum class FloatKind { f32, f16, bf16 };
@@ -162,7 +177,8 @@ unsigned blocks_for(int64_t rows) { return unsigned((rows + kRowsPerBlock - 1) /
 
 template <int T>
 void launch_q8_0_t(const DeviceMatrix& w, const uint8_t* act, float* y, cudaStream_t stream) {
-    q8_0_gemv_kernel<T><<<blocks_for(w.rows), kRowsPerBlock * 32, 0, stream>>>(
+    const unsigned blocks = unsigned((w.rows + kRowsPerBlock * kQ8Rows - 1) / (kRowsPerBlock * kQ8Rows));
+    q8_0_gemv_kernel<T><<<blocks, kRowsPerBlock * 32, 0, stream>>>(
         w.data, w.rows, int64_t(w.row_bytes), int(w.cols / quant::kQK8_0), act, y);
 }
 
