@@ -18,7 +18,14 @@
 // owns one (row, token) pair of the superblock and adds its float term. Per-thread partial sums
 // are added in shared memory at the end of the tile, in a fixed order (deterministic).
 //
-// Registers for 8 tokens: 64 activation words; see the report of -Xptxas -v in the commit.
+// Throughput model (to be checked with strata-bench kernels on an H200): per warp and 32
+// sub-block-rows (200 weight bytes) the shared-memory pipe does 4 random 32-bit grid lookups
+// (~3.5 wavefronts each from bank conflicts), 3 16-bit weight loads (~1.5 each) and ~1 shuffle:
+// ~20 cycles, i.e. ~10 B/clk/SM, roughly 55-65% of HBM bandwidth at 1-2 tokens; from 3 tokens the
+// dp4a work (8 per sub-block-row and token) bounds it instead. Next step toward 85%: 16 copies of
+// the table interleaved by lane (lane L reads copy L % 16: at most 2-way conflicts) in 128 KiB,
+// one block of several tiles' teams per SM.
+// Registers (ptxas -v, sm_90): 70 (1 token) to 128 (5 tokens), no spills.
 //
 // UNTESTED ON A GPU until a device check has run it (cuda/tests/test_gemv.cu).
 #include <algorithm>
