@@ -26,13 +26,14 @@ std::string gib(uint64_t bytes) {
 
 std::string MemoryPlan::describe() const {
     std::ostringstream s;
-    s << "memory plan: weights " << mib(weight_bytes) << " (mapped) + KV cache " << mib(kv_bytes)
+    s << (on_device ? "device memory plan: weights " : "memory plan: weights ") << mib(weight_bytes)
+      << (on_device ? " (uploaded)" : " (mapped)") << " + KV cache " << mib(kv_bytes)
       << " (configured context " << n_ctx << "; " << kv_bytes_per_position << " B/token; at " << kLongContextTokens
       << " tokens: " << gib(kv_bytes_per_position * uint64_t(kLongContextTokens)) << ")";
     if (state_bytes > 0) s << " + recurrent state " << mib(state_bytes) << " (fixed, any context)";
     s << " + scratch "
       << mib(scratch_bytes) << " = " << mib(total_bytes)
-      << "; budget " << mib(budget_bytes) << (fits() ? " (fits)" : " (exceeds the budget)")
+      << "; budget " << mib(budget_bytes) << (on_device ? " of device memory" : "") << (fits() ? " (fits)" : " (exceeds the budget)")
       << "; largest configured context that fits: " << max_ctx_that_fits;
     // Memory is not the only limit: say what the model was trained for when the file tells.
     if (n_ctx_train > 0) s << " (the model's context_length is " << n_ctx_train << ")";

@@ -25,6 +25,7 @@ struct MemoryPlan {
     int64_t n_ctx = 0;              // the configured context
     int64_t max_ctx_that_fits = 0;  // largest configured context within the budget (0: none)
     int64_t n_ctx_train = 0;        // the model's context_length (0: unknown), for the reader
+    bool on_device = false;         // a GPU stage: weights uploaded, everything in device memory
     bool fits() const { return total_bytes <= budget_bytes; }
     std::string describe() const;
 };

@@ -1,0 +1,41 @@
+#include "exec/device_plan.hpp"
+
+#include "exec/kv_cache.hpp"
+#include "model/hparams.hpp"
+#include "util/error.hpp"
+
+namespace strata::exec {
+
+uint64_t device_tensor_bytes(uint64_t nbytes, uint64_t pad) {
+    const uint64_t n = nbytes + pad;
+    return (n + kDeviceTensorAlign - 1) / kDeviceTensorAlign * kDeviceTensorAlign;
+}
+
+uint64_t device_activation_floats_per_token(const model::Hparams& hp, bool last_stage) {
+    const uint64_t E = uint64_t(hp.n_embd), Q = uint64_t(hp.n_q()), KV = uint64_t(hp.n_kv()), F = uint64_t(hp.n_ff);
+    // x, xn, proj | q, attn | k, v | gate, up | logits
+    return 3 * E + 2 * Q + 2 * KV + 2 * F + (last_stage ? uint64_t(hp.n_vocab) : 0);
+}
+
+PlanInputs device_plan_inputs(const model::Hparams& hp, const DeviceStageShape& s) {
+    if (s.first_layer < 0 || s.last_layer > hp.n_layer || s.first_layer >= s.last_layer)
+        fail(Status::invalid_argument, "layer range [" + std::to_string(s.first_layer) + ", " +
+                                           std::to_string(s.last_layer) + ") is not a non-empty range within the model's " +
+                                           std::to_string(hp.n_layer) + " layers");
+    if (s.n_ctx <= 0 || s.n_batch <= 0 || s.n_batch > s.n_ctx)
+        fail(Status::invalid_argument, "device plan: n_ctx " + std::to_string(s.n_ctx) + " and n_batch " +
+                                           std::to_string(s.n_batch) + " must satisfy 0 < n_batch <= n_ctx");
+    const bool last = s.last_layer == hp.n_layer;
+    PlanInputs in;
+    in.weight_bytes = s.weight_bytes;
+    in.kv_bytes_per_position = kv_bytes_per_position_range(hp, s.kv_type, s.first_layer, s.last_layer);
+    const uint64_t n_pairs = uint64_t(hp.rope.n_rot / 2);
+    in.scratch_bytes_per_position = 2 * n_pairs * sizeof(float);  // cos and sin tables
+    in.scratch_fixed_bytes = device_activation_floats_per_token(hp, last) * uint64_t(s.n_batch) * sizeof(float) +
+                             uint64_t(s.n_batch) * sizeof(int32_t) + sizeof(int32_t) +  // token ids, n_past
+                             s.matmul_workspace_bytes + s.attention_workspace_bytes;
+    in.n_ctx = s.n_ctx;
+    return in;
+}
+
+}  // namespace strata::exec
