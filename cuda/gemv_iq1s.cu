@@ -4,28 +4,29 @@
 // (quant::vec_dot_iq1s_q8k_scalar) differ only in the order the per-superblock float terms are summed.
 //
 // Work split. A tile is 8 consecutive rows; their bytes are contiguous (rows are packed), so a
-// block stages a tile with aligned 16-byte cp.async copies (the span rounded out to 16 bytes:
-// the allocation is 256-byte aligned and padded by kDevicePadBytes) into shared memory, while it
-// decodes the previous tile (double buffer; blocks are persistent, looping over tiles). Thread p of
-// a block owns sub-block p (32 weights) of the row, at most a few per thread: it keeps that
-// sub-block's Q8_K activations of every token in registers (loaded once for all the block's tiles
+// team of threads stages a tile with aligned 16-byte cp.async copies (the span rounded out to 16
+// bytes: the allocation is 256-byte aligned and padded by kDevicePadBytes) into shared memory,
+// while it decodes the previous tile (double buffer; blocks are persistent, looping over tiles).
+// A block is one team, or 2..8 teams sharing one table (the wide variant below). Thread p of a
+// team owns sub-block p (32 weights) of the row, at most a few per thread: it keeps that
+// sub-block's Q8_K activations of every token in registers (loaded once for all the team's tiles
 // when one position per thread covers the row, up to 8192 columns) and runs down the tile's 8 rows,
 // decoding from shared memory (grid table in shared memory too, packed to 4 bits a value so one
-// 32-bit load, not a 64-bit one, serves a group: the random lookups' bank conflicts are what
-// limits this kernel) and dotting with __dp4a. The 8
-// threads of one superblock hold the integer 8*sumi + sumi1 (exact, |.| < 2^23) in parts, summed by
-// a reduce-scatter over those 8 lanes (7 shuffles per 8 row-token pairs), after which each lane
+// 32-bit load serves a group of 8 weights) and dotting with __dp4a. The 8 threads of one
+// superblock hold the integer 8*sumi + sumi1 (exact, |.| < 2^23) in parts, summed by a
+// reduce-scatter over those 8 lanes (7 shuffles per 8 row-token pairs), after which each lane
 // owns one (row, token) pair of the superblock and adds its float term. Per-thread partial sums
 // are added in shared memory at the end of the tile, in a fixed order (deterministic).
 //
-// Throughput model (to be checked with strata-bench kernels on an H200): per warp and 32
-// sub-block-rows (200 weight bytes) the shared-memory pipe does 4 random 32-bit grid lookups
-// (~3.5 wavefronts each from bank conflicts), 3 16-bit weight loads (~1.5 each) and ~1 shuffle:
-// ~20 cycles, i.e. ~10 B/clk/SM, roughly 55-65% of HBM bandwidth at 1-2 tokens; from 3 tokens the
-// dp4a work (8 per sub-block-row and token) bounds it instead. Next step toward 85%: 16 copies of
-// the table interleaved by lane (lane L reads copy L % 16: at most 2-way conflicts) in 128 KiB,
-// one block of several tiles' teams per SM.
-// Registers (ptxas -v, sm_90): 70 (1 token) to 128 (5 tokens), no spills.
+// Throughput model (to be checked with strata-bench kernels on an H200). Per warp and 32
+// sub-block-rows (200 weight bytes) the shared-memory pipe does 4 grid lookups, 3 16-bit weight
+// loads (~1.5 wavefronts each) and ~1 shuffle. Random lookups into one table cost ~3.5 wavefronts
+// each (bank conflicts): ~20 cycles, ~10 B/clk/SM, roughly 55-65% of HBM bandwidth. So for 1-2
+// tokens, where the lookups bound the kernel, the wide variant keeps 16 copies of the table
+// interleaved word by word (lane L reads copy L % 16: at most 2 lanes to a bank) in 128 KiB, one
+// block per SM with several teams: ~14 cycles, ~80-90%, estimated. From 3 tokens the dp4a work
+// (8 per sub-block-row and token) bounds the kernel and the single table is used.
+// Registers (ptxas -v, sm_90): 72 (1 token) to 128 (5 and 8 tokens), wide variant 76 / 79, no spills.
 //
 // UNTESTED ON A GPU until a device check has run it (cuda/tests/test_gemv.cu).
 #include <algorithm>
@@ -47,6 +48,15 @@ constexpr int kSubBlocks = quant::kQK_K / quant::kIq1sSubBlock;  // 8 per superb
 constexpr int kIq1sBytes = int(sizeof(quant::block_iq1_s));       // 50
 constexpr int kQ8KBytes = int(sizeof(quant::block_q8_K));         // 292
 constexpr int kGridBytes = quant::kIq1sGridSize * 4;              // 8 KiB, packed (pack_grid_entry)
+// The wide variant (1 or 2 tokens): kWideCopies copies of the table, word idx * 16 + c holding
+// copy c of entry idx, lane L reading copy L % 16, so that a warp's 32 lookups meet at most 2 to a
+// bank (lanes L and L + 16) instead of ~3.5 for random indices into one copy. 128 KiB, so one block
+// per SM, holding 2..8 teams of threads that each decode their own tiles.
+constexpr int kWideCopies = 16;
+constexpr int kWideGridBytes = kGridBytes * kWideCopies;          // 128 KiB
+constexpr int kWideMaxThreads = 768;                              // <= 85 registers a thread
+constexpr int kWideMinThreads = 384;
+constexpr int kWideMaxTeams = 8;                                  // named barriers 1..8
 static_assert(kTileRows == kSubBlocks, "the reduce-scatter gives each of a superblock's 8 lanes one pair of 8");
 static_assert(kQ8KBytes % 4 == 0, "Q8_K blocks stay 4-byte aligned in a row");
 
@@ -57,9 +67,11 @@ struct Iq1sArgs {
     int64_t row_bytes;
     int64_t n_tiles;
     int nb;              // superblocks per row
-    int n_tokens;        // <= the kernel's T (7 tokens run the 8-token kernel: a 7-token one spills)
-    uint32_t red_bytes;  // shared memory for the per-tile partial sums
-    uint32_t buf_bytes;  // one staging buffer
+    int n_tokens;        // <= the kernel's T (6 and 7 tokens run the 8-token kernel: theirs spill)
+    int n_teams;         // thread teams per block, each decoding its own tiles (wide table: 2..8)
+    uint32_t grid_bytes; // shared memory of the grid table (one copy, or kWideCopies)
+    uint32_t red_bytes;  // shared memory for a team's per-tile partial sums
+    uint32_t buf_bytes;  // one staging buffer (a team has two)
     const uint8_t* act;  // [n_tokens][nb] block_q8_K
     float* y;            // [n_tokens][rows]
 };
@@ -104,14 +116,14 @@ __device__ __forceinline__ void cp_async_wait() {
 }
 
 // Issue the copies of tile `tile`'s bytes, rounded out to 16-byte boundaries, into buf.
-__device__ __forceinline__ void stage_tile(const Iq1sArgs& a, int64_t tile, uint8_t* buf) {
+__device__ __forceinline__ void stage_tile(const Iq1sArgs& a, int64_t tile, uint8_t* buf, int tid, int n_threads) {
     const int64_t r0 = tile * kTileRows;
     const int64_t r1 = min(a.rows, r0 + kTileRows);
     const uintptr_t begin = reinterpret_cast<uintptr_t>(a.w + uint64_t(r0) * uint64_t(a.row_bytes));
     const uintptr_t end = reinterpret_cast<uintptr_t>(a.w + uint64_t(r1) * uint64_t(a.row_bytes));
     const uintptr_t lo = begin & ~uintptr_t(15), hi = (end + 15) & ~uintptr_t(15);
     const int n16 = int((hi - lo) / 16);  // <= buf_bytes / 16 (see launch_iq1s)
-    for (int i = int(threadIdx.x); i < n16; i += int(blockDim.x))
+    for (int i = tid; i < n16; i += n_threads)
         cp_async16(buf + 16 * i, reinterpret_cast<const void*>(lo + uintptr_t(16) * uintptr_t(i)));
 }
 
@@ -138,6 +150,21 @@ __device__ __forceinline__ int reduce_scatter8(const int (&v)[8], int q, unsigne
     return keep + __shfl_xor_sync(mask, send, 1);
 }
 
+// Barrier of one team: the block's barrier when the block is one team, else named barrier
+// 1 + team (team_threads a multiple of 32).
+template <bool kWide>
+__device__ __forceinline__ void team_sync(int team, int team_threads) {
+    if constexpr (kWide) asm volatile("bar.sync %0, %1;\n" ::"r"(1 + team), "r"(team_threads) : "memory");
+    else __syncthreads();
+}
+
+// Grid entry idx (packed) as this lane reads it: the single table, or the lane's copy of the wide one.
+template <bool kWide>
+__device__ __forceinline__ uint32_t grid_entry(const uint32_t* grid, unsigned idx, int lane) {
+    if constexpr (kWide) return grid[idx * kWideCopies + unsigned(lane & (kWideCopies - 1))];
+    return grid[idx];
+}
+
 // Sub-block position p's 32 activations of each token (xq) and their sum (bsums[2s] + bsums[2s+1]).
 template <int T>
 __device__ __forceinline__ void load_activations(const Iq1sArgs& a, int p, int (&xq)[T][8], int (&bsum)[T]) {
@@ -161,15 +188,17 @@ __device__ __forceinline__ void load_activations(const Iq1sArgs& a, int p, int (
 
 // Decode tile `tile` (staged in buf) for T tokens and write its y values. preloaded: the block has
 // one position per thread (one round), whose activations xq/bsum were loaded once for all tiles.
-template <int T>
+// tid, team, team_threads: this thread's place in its team, which alone decodes the tile.
+template <int T, bool kWide>
 __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, const uint8_t* buf, const uint32_t* grid,
-                                             float* red, bool preloaded, int (&xq)[T][8], int (&bsum)[T]) {
+                                             float* red, bool preloaded, int (&xq)[T][8], int (&bsum)[T], int tid,
+                                             int team, int team_threads) {
     const int64_t r0 = tile * kTileRows;
     const int n_valid = int(min(int64_t(kTileRows), a.rows - r0));
     const int rb = int(a.row_bytes);
     // Offset of row r0 inside the staged span (the span starts at the 16-byte boundary below it).
     const int base = int(reinterpret_cast<uintptr_t>(a.w + uint64_t(r0) * uint64_t(a.row_bytes)) & 15u);
-    const int tid = int(threadIdx.x), q = tid & 7, lane = tid & 31;
+    const int q = tid & 7, lane = tid & 31;
     const unsigned group_mask = 0xffu << (lane & 24);
     const int n_pos = kSubBlocks * a.nb;
 
@@ -177,8 +206,8 @@ __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, co
 #pragma unroll
     for (int c = 0; c < T; ++c) acc[c] = 0.0f;
 
-    // p < n_pos is uniform over each aligned group of 8 lanes (n_pos and blockDim.x are multiples of 8).
-    for (int p = tid; p < n_pos; p += int(blockDim.x)) {
+    // p < n_pos is uniform over each aligned group of 8 lanes (n_pos, team_threads multiples of 8).
+    for (int p = tid; p < n_pos; p += team_threads) {
         const int b = p / kSubBlocks, s = p % kSubBlocks;
         if (!preloaded) load_activations<T>(a, p, xq, bsum);
         int v[8];  // pending (row, token) integers; pair i = r * T + t goes to v[i % 8]
@@ -187,16 +216,16 @@ __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, co
             int sub[T];
             // v = 8 * ls * sum(g q) + sign * ls * bsum = ls8 * sum((g+1) q) + lsb * bsum
             int ls8 = 0, lsb = 0;
-            if (r < n_valid) {     // uniform over the block
+            if (r < n_valid) {     // uniform over the team
                 const uint8_t* blk = buf + base + r * rb + b * kIq1sBytes;
                 const unsigned qs01 = *reinterpret_cast<const uint16_t*>(blk + 2 + 4 * s);
                 const unsigned qs23 = *reinterpret_cast<const uint16_t*>(blk + 4 + 4 * s);
                 const unsigned qh = *reinterpret_cast<const uint16_t*>(blk + 34 + 2 * s);
                 // index of group k = qs[4s+k] | ((qh >> 3k) & 7) << 8 (quant::iq1s_group_index)
-                const uint32_t e0 = grid[(qs01 & 0xffu) | ((qh << 8) & 0x700u)];
-                const uint32_t e1 = grid[(qs01 >> 8) | ((qh << 5) & 0x700u)];
-                const uint32_t e2 = grid[(qs23 & 0xffu) | ((qh << 2) & 0x700u)];
-                const uint32_t e3 = grid[(qs23 >> 8) | ((qh >> 1) & 0x700u)];
+                const uint32_t e0 = grid_entry<kWide>(grid, (qs01 & 0xffu) | ((qh << 8) & 0x700u), lane);
+                const uint32_t e1 = grid_entry<kWide>(grid, (qs01 >> 8) | ((qh << 5) & 0x700u), lane);
+                const uint32_t e2 = grid_entry<kWide>(grid, (qs23 & 0xffu) | ((qh << 2) & 0x700u), lane);
+                const uint32_t e3 = grid_entry<kWide>(grid, (qs23 >> 8) | ((qh >> 1) & 0x700u), lane);
                 const int g[8] = {int(e0 & 0x0f0f0f0fu), int((e0 >> 4) & 0x0f0f0f0fu), int(e1 & 0x0f0f0f0fu),
                                   int((e1 >> 4) & 0x0f0f0f0fu), int(e2 & 0x0f0f0f0fu), int((e2 >> 4) & 0x0f0f0f0fu),
                                   int(e3 & 0x0f0f0f0fu), int((e3 >> 4) & 0x0f0f0f0fu)};
@@ -235,11 +264,11 @@ __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, co
     }
 
     // Pair 8c + q of slot tid / 8; then thread i adds pair i over the slots in order.
-    const int n_slots = int(blockDim.x) / 8, slot = tid / 8;
+    const int n_slots = team_threads / 8, slot = tid / 8;
 #pragma unroll
     for (int c = 0; c < T; ++c) red[slot * 8 * T + 8 * c + q] = acc[c];
-    __syncthreads();
-    for (int i = tid; i < 8 * T; i += int(blockDim.x)) {
+    team_sync<kWide>(team, team_threads);
+    for (int i = tid; i < 8 * T; i += team_threads) {
         const int pr = i / T, pt = i % T;
         if (pr >= n_valid || pt >= a.n_tokens) continue;
         float sum = 0.0f;
@@ -248,58 +277,108 @@ __device__ __forceinline__ void compute_tile(const Iq1sArgs& a, int64_t tile, co
     }
 }
 
-template <int T>
-__global__ void __launch_bounds__(kMaxThreads, 2) iq1s_gemv_kernel(Iq1sArgs a) {
+// Block = n_teams teams of blockDim.x / n_teams threads; team k of block b decodes tiles
+// b * n_teams + k + i * gridDim.x * n_teams, double-buffering its own staging.
+template <int T, bool kWide>
+__global__ void __launch_bounds__(kWide ? kWideMaxThreads : kMaxThreads, kWide ? 1 : 2) iq1s_gemv_kernel(Iq1sArgs a) {
     extern __shared__ __align__(16) uint8_t smem[];
     uint32_t* grid = reinterpret_cast<uint32_t*>(smem);
-    float* red = reinterpret_cast<float*>(smem + kGridBytes);
-    uint8_t* const buf0 = smem + kGridBytes + a.red_bytes;  // two staging buffers, buf_bytes each
+    const int team_threads = int(blockDim.x) / a.n_teams;
+    const int team = int(threadIdx.x) / team_threads, tid = int(threadIdx.x) % team_threads;
+    uint8_t* const mine = smem + a.grid_bytes + size_t(team) * (a.red_bytes + 2 * size_t(a.buf_bytes));
+    float* red = reinterpret_cast<float*>(mine);
+    uint8_t* const buf0 = mine + a.red_bytes;  // two staging buffers, buf_bytes each
 
-    int64_t tile = blockIdx.x;  // the launch has at most n_tiles blocks
-    stage_tile(a, tile, buf0);
+    const int64_t stride = int64_t(gridDim.x) * a.n_teams;
+    int64_t tile = int64_t(blockIdx.x) * a.n_teams + team;
+    if (tile < a.n_tiles) stage_tile(a, tile, buf0, tid, team_threads);
     cp_async_commit();
     const uint4* packed = reinterpret_cast<const uint4*>(kPackedGrid.entry);
-    for (int i = int(threadIdx.x); i < quant::kIq1sGridSize / 4; i += int(blockDim.x))
-        reinterpret_cast<uint4*>(grid)[i] = packed[i];
+    if constexpr (kWide) {  // 16-byte unit i holds copies 4(i%4)..4(i%4)+3 of entry i / 4
+        for (int i = int(threadIdx.x); i < kWideGridBytes / 16; i += int(blockDim.x)) {
+            const uint32_t e = kPackedGrid.entry[i / (kWideCopies / 4)];
+            reinterpret_cast<uint4*>(grid)[i] = make_uint4(e, e, e, e);
+        }
+    } else {
+        for (int i = int(threadIdx.x); i < kGridBytes / 16; i += int(blockDim.x))
+            reinterpret_cast<uint4*>(grid)[i] = packed[i];
+    }
+    __syncthreads();  // the table, for every team (afterwards each team synchronizes alone)
 
     // One round (a position per thread, the usual case up to 8192 columns): this thread's
     // activations stay in registers for every tile it decodes.
     const int n_pos = kSubBlocks * a.nb;
-    const bool preloaded = n_pos <= int(blockDim.x);
+    const bool preloaded = n_pos <= team_threads;
     int xq[T][8], bsum[T];
-    if (preloaded && int(threadIdx.x) < n_pos) load_activations<T>(a, int(threadIdx.x), xq, bsum);
+    if (preloaded && tid < n_pos) load_activations<T>(a, tid, xq, bsum);
 
-    for (int it = 0; tile < a.n_tiles; ++it, tile += gridDim.x) {
-        const int64_t next = tile + gridDim.x;
-        if (next < a.n_tiles) stage_tile(a, next, buf0 + ((it + 1) & 1) * a.buf_bytes);
+    for (int it = 0; tile < a.n_tiles; ++it, tile += stride) {
+        const int64_t next = tile + stride;
+        if (next < a.n_tiles) stage_tile(a, next, buf0 + ((it + 1) & 1) * a.buf_bytes, tid, team_threads);
         cp_async_commit();  // possibly empty: keeps "all but the newest group" meaning this tile
         cp_async_wait<1>();
-        __syncthreads();  // this tile's bytes (and, the first time, the grid) visible to all
-        compute_tile<T>(a, tile, buf0 + (it & 1) * a.buf_bytes, grid, red, preloaded, xq, bsum);
-        __syncthreads();  // buffer and red free before the next iteration overwrites them
+        team_sync<kWide>(team, team_threads);  // this tile's bytes visible to the whole team
+        compute_tile<T, kWide>(a, tile, buf0 + (it & 1) * a.buf_bytes, grid, red, preloaded, xq, bsum, tid, team,
+                               team_threads);
+        team_sync<kWide>(team, team_threads);  // buffer and red free before the next iteration overwrites them
     }
     cp_async_wait<0>();  // nothing is left in flight when the block exits
 }
 
-template <int T>
-cudaError_t launch_t(Iq1sArgs args, int threads, cudaStream_t stream) {
-    args.red_bytes = uint32_t((threads / 8) * 8 * T * int(sizeof(float)) + 15) / 16 * 16;
-    const size_t smem = size_t(kGridBytes) + args.red_bytes + 2 * size_t(args.buf_bytes);
-    auto kernel = iq1s_gemv_kernel<T>;
+// Shared memory of a launch with this many teams.
+size_t smem_bytes(const Iq1sArgs& a, int grid_bytes, int teams) {
+    return size_t(grid_bytes) + size_t(teams) * (a.red_bytes + 2 * size_t(a.buf_bytes));
+}
+
+// Launches the kernel if a block of `teams` teams fits on an SM; *launched says whether it did.
+template <int T, bool kWide>
+cudaError_t try_launch(Iq1sArgs a, int team_threads, int teams, int sms, int smem_optin, cudaStream_t stream,
+                       bool* launched) {
+    *launched = false;
+    a.n_teams = teams;
+    a.grid_bytes = uint32_t(kWide ? kWideGridBytes : kGridBytes);
+    const size_t smem = smem_bytes(a, int(a.grid_bytes), teams);
+    if (smem > size_t(smem_optin)) return cudaSuccess;
+    auto kernel = iq1s_gemv_kernel<T, kWide>;
     if (smem > 48 * 1024)
         if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
             e != cudaSuccess)
             return e;
-    int device = 0, sms = 0, per_sm = 0;
-    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-    if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
+    const int threads = teams * team_threads;
+    int per_sm = 0;
     if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
         e != cudaSuccess)
         return e;
-    if (per_sm < 1) return cudaErrorInvalidValue;  // the tile does not fit in shared memory
-    const int64_t blocks = std::min<int64_t>(args.n_tiles, int64_t(per_sm) * sms);
-    kernel<<<unsigned(blocks), threads, smem, stream>>>(args);
+    if (per_sm < 1) return cudaSuccess;  // registers or shared memory: does not fit
+    const int64_t blocks = std::min<int64_t>((a.n_tiles + teams - 1) / teams, int64_t(per_sm) * sms);
+    kernel<<<unsigned(blocks), threads, smem, stream>>>(a);
+    *launched = true;
     return cudaGetLastError();
+}
+
+template <int T>
+cudaError_t launch_t(Iq1sArgs args, int team_threads, cudaStream_t stream) {
+    args.red_bytes = uint32_t((team_threads / 8) * 8 * T * int(sizeof(float)) + 15) / 16 * 16;
+    int device = 0, sms = 0, smem_optin = 0;
+    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+        e != cudaSuccess)
+        return e;
+    bool launched = false;
+    if constexpr (T <= 2) {  // lookup-bound: the wide table, with as many teams as fit, if that
+                             // makes at least 12 warps (the SM holds this one block only)
+        for (int teams = std::min(kWideMaxTeams, kWideMaxThreads / team_threads);
+             teams >= 2 && teams * team_threads >= kWideMinThreads && !launched; --teams)
+            if (cudaError_t e = try_launch<T, true>(args, team_threads, teams, sms, smem_optin, stream, &launched);
+                e != cudaSuccess)
+                return e;
+    }
+    if (!launched)
+        if (cudaError_t e = try_launch<T, false>(args, team_threads, 1, sms, smem_optin, stream, &launched);
+            e != cudaSuccess)
+            return e;
+    return launched ? cudaSuccess : cudaErrorInvalidValue;  // the tile does not fit in shared memory
 }
 
 }  // namespace
@@ -331,7 +410,7 @@ cudaError_t launch_iq1s(const DeviceMatrix& w, const void* act, int n_tokens, fl
     case 3: return launch_t<3>(a, threads, stream);
     case 4: return launch_t<4>(a, threads, stream);
     case 5: return launch_t<5>(a, threads, stream);
-    case 6: return launch_t<6>(a, threads, stream);
+    case 6: return launch_t<8>(a, threads, stream);
     case 7: return launch_t<8>(a, threads, stream);
     case 8: return launch_t<8>(a, threads, stream);
     default: return cudaErrorInvalidValue;

@@ -6,7 +6,9 @@
 //     token count 1..kGemvMaxTokens, against exec::CpuBackend(1).matmul on the same host bytes, with
 //     y poisoned (NaN) before each launch; plus matrices that start at a 2-byte (not 16-byte)
 //     boundary inside their allocation, rows wider than one position per thread, matrices tall
-//     enough that blocks loop over several tiles, and the invalid-argument returns.
+//     enough that blocks loop over several tiles, and the invalid-argument returns. IQ1_S with 1-2
+//     tokens takes the wide-table kernel where it fits (2816, 4096 and 9216 columns here), the
+//     single-table one otherwise (256 and 18432 columns, 3+ tokens).
 // Exit 77 (ctest: skipped) with a printed reason when no GPU is present. A .cpp (C++20, host
 // compiler): the CPU backend's headers use std::span, and every GPU step goes through gemv.cuh.
 #include <algorithm>
