@@ -115,7 +115,7 @@ struct GpuContext::Device {
         v = c.take<float>(n * uint64_t(hp.n_kv()));
         gate = c.take<float>(n * uint64_t(hp.n_ff));
         up = c.take<float>(n * uint64_t(hp.n_ff));
-        logits = last_stage ? c.take<float>(n * uint64_t(hp.n_vocab)) : nullptr;
+        logits = last_stage ? c.take<float>(uint64_t(exec::device_logit_rows(nb)) * uint64_t(hp.n_vocab)) : nullptr;
         ids = c.take<int32_t>(n);
         n_past = c.take<int32_t>(1);
     }
@@ -238,11 +238,12 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     d.cos = static_cast<const float*>(d.rope_mem.get());
     d.sin = d.cos + table;
 
-    const uint64_t out_width = uint64_t(last_stage_ ? hp_.n_vocab : E);
+    const uint64_t out_floats = last_stage_ ? uint64_t(exec::device_logit_rows(n_batch_)) * uint64_t(hp_.n_vocab)
+                                            : uint64_t(n_batch_) * uint64_t(E);
     d.h_ids_mem = pinned_alloc(uint64_t(n_batch_) * sizeof(int32_t), "token ids");
     d.h_n_past_mem = pinned_alloc(sizeof(int32_t), "n_past");
     d.h_in_mem = pinned_alloc(uint64_t(n_batch_) * uint64_t(E) * sizeof(float), "hidden states in");
-    d.h_out_mem = pinned_alloc(uint64_t(n_batch_) * out_width * sizeof(float), "outputs");
+    d.h_out_mem = pinned_alloc(out_floats * sizeof(float), "outputs");
     d.h_ids = static_cast<int32_t*>(d.h_ids_mem.get());
     d.h_n_past = static_cast<int32_t*>(d.h_n_past_mem.get());
     d.h_in = static_cast<float*>(d.h_in_mem.get());
@@ -319,21 +320,36 @@ void GpuContext::run(const int32_t* tokens, const float* hidden, int64_t n, floa
         // One token: the captured graph, after one direct run (lazy setup inside the kernels'
         // wrappers, if any, happens outside the capture).
         if (m == 1 && graphs_ && o != Output::none && d.one_token_runs[int(in)]++ > 0) replay(in, o);
-        else enqueue(int(m), in, o);
+        else enqueue(int(m), in, o == Output::all_logits ? Output::none : o);
 
-        const float* src = nullptr;
-        float* dst = nullptr;
-        int64_t count = 0;
-        if (o == Output::last_logits) src = d.logits, dst = out, count = V;
-        else if (o == Output::all_logits) src = d.logits, dst = out + c0 * V, count = m * V;
-        else if (o == Output::hidden) src = d.x, dst = out + c0 * E, count = m * E;
-        if (count > 0)
-            check(cudaMemcpyAsync(d.h_out, src, size_t(count) * sizeof(float), cudaMemcpyDeviceToHost, d.stream),
-                  "copying outputs from the device");
-        check(cudaStreamSynchronize(d.stream), "running the forward pass on the GPU");
-        if (count > 0) std::memcpy(dst, d.h_out, size_t(count) * sizeof(float));
+        if (o == Output::all_logits) {
+            // Every row's logits, a few rows at a time (device_logit_rows).
+            const int64_t rows_max = exec::device_logit_rows(n_batch_);
+            for (int64_t r0 = 0; r0 < m; r0 += rows_max) {
+                const int64_t rows = std::min(rows_max, m - r0);
+                check(rms_norm(d.x + r0 * E, d.w->output_norm, E, int(rows), float(hp_.rms_eps), d.xn, d.stream),
+                      "rms_norm (output)");
+                d.mm->run(d.w->output, d.xn, rows, d.logits);
+                fetch(d.logits, rows * V, out + (c0 + r0) * V);
+            }
+        } else if (o == Output::last_logits) {
+            fetch(d.logits, V, out);
+        } else if (o == Output::hidden) {
+            fetch(d.x, m * E, out + c0 * E);
+        } else {
+            check(cudaStreamSynchronize(d.stream), "running the forward pass on the GPU");
+        }
         n_past_ += m;
     }
+}
+
+// Copies count floats from the device through pinned memory to dst once the stream gets there.
+void GpuContext::fetch(const float* src, int64_t count, float* dst) {
+    Device& d = *d_;
+    check(cudaMemcpyAsync(d.h_out, src, size_t(count) * sizeof(float), cudaMemcpyDeviceToHost, d.stream),
+          "copying outputs from the device");
+    check(cudaStreamSynchronize(d.stream), "running the forward pass on the GPU");
+    std::memcpy(dst, d.h_out, size_t(count) * sizeof(float));
 }
 
 void GpuContext::replay(Input in, Output o) {
@@ -377,12 +393,9 @@ void GpuContext::enqueue(int m, Input in, Output o) {
     const float eps = float(hp_.rms_eps);
     if (in == Input::tokens) check(get_rows(d.w->token_embd, d.ids, m, d.x, d.stream), "get_rows (token embeddings)");
     for (size_t li = 0; li < d.w->layers.size(); ++li) enqueue_layer(li, m);
-    if (o == Output::last_logits) {
+    if (o == Output::last_logits) {  // (all_logits: run() computes them in chunks of rows)
         check(rms_norm(d.x + int64_t(m - 1) * E, d.w->output_norm, E, 1, eps, d.xn, d.stream), "rms_norm (output)");
         d.mm->run(d.w->output, d.xn, 1, d.logits);
-    } else if (o == Output::all_logits) {
-        check(rms_norm(d.x, d.w->output_norm, E, m, eps, d.xn, d.stream), "rms_norm (output)");
-        d.mm->run(d.w->output, d.xn, m, d.logits);
     }
 }
 

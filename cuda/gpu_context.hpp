@@ -94,10 +94,12 @@ private:
     enum class Output { none, last_logits, all_logits, hidden };
     void check_room(int64_t n_tokens) const;
     void run(const int32_t* tokens, const float* hidden, int64_t n, float* out, bool all_logits);
-    // Enqueues the forward pass of m tokens whose input already sits in the device buffers.
+    // Enqueues the forward pass of m tokens whose input already sits in the device buffers, and
+    // the last token's logits for Output::last_logits.
     void enqueue(int m, Input in, Output out);
     void enqueue_layer(size_t li, int m);
-    void replay(Input in, Output out);  // one token through the captured graph (captured on first use)
+    void replay(Input in, Output out);
+    void fetch(const float* src, int64_t count, float* dst);  // one token through the captured graph (captured on first use)
 
     model::Hparams hp_;
     exec::MemoryPlan plan_;

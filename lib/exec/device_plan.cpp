@@ -11,10 +11,9 @@ uint64_t device_tensor_bytes(uint64_t nbytes, uint64_t pad) {
     return (n + kDeviceTensorAlign - 1) / kDeviceTensorAlign * kDeviceTensorAlign;
 }
 
-uint64_t device_activation_floats_per_token(const model::Hparams& hp, bool last_stage) {
+uint64_t device_activation_floats_per_token(const model::Hparams& hp) {
     const uint64_t E = uint64_t(hp.n_embd), Q = uint64_t(hp.n_q()), KV = uint64_t(hp.n_kv()), F = uint64_t(hp.n_ff);
-    // x, xn, proj | q, attn | k, v | gate, up | logits
-    return 3 * E + 2 * Q + 2 * KV + 2 * F + (last_stage ? uint64_t(hp.n_vocab) : 0);
+    return 3 * E + 2 * Q + 2 * KV + 2 * F;  // x, xn, proj | q, attn | k, v | gate, up
 }
 
 PlanInputs device_plan_inputs(const model::Hparams& hp, const DeviceStageShape& s) {
@@ -31,7 +30,8 @@ PlanInputs device_plan_inputs(const model::Hparams& hp, const DeviceStageShape& 
     in.kv_bytes_per_position = kv_bytes_per_position_range(hp, s.kv_type, s.first_layer, s.last_layer);
     const uint64_t n_pairs = uint64_t(hp.rope.n_rot / 2);
     in.scratch_bytes_per_position = 2 * n_pairs * sizeof(float);  // cos and sin tables
-    in.scratch_fixed_bytes = device_activation_floats_per_token(hp, last) * uint64_t(s.n_batch) * sizeof(float) +
+    const uint64_t logit_floats = last ? uint64_t(device_logit_rows(s.n_batch)) * uint64_t(hp.n_vocab) : 0;
+    in.scratch_fixed_bytes = (device_activation_floats_per_token(hp) * uint64_t(s.n_batch) + logit_floats) * sizeof(float) +
                              uint64_t(s.n_batch) * sizeof(int32_t) + sizeof(int32_t) +  // token ids, n_past
                              s.matmul_workspace_bytes + s.attention_workspace_bytes;
     in.n_ctx = s.n_ctx;

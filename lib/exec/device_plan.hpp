@@ -24,9 +24,14 @@ inline constexpr uint64_t kDeviceTensorAlign = 256;
 uint64_t device_tensor_bytes(uint64_t nbytes, uint64_t pad);
 
 // Floats per token of the device activations of a llama-family stage: the hidden state, its
-// normalized copy, the block output, q, k, v, the attention output, the FFN gate and up rows,
-// and the logits when the stage ends the model.
-uint64_t device_activation_floats_per_token(const model::Hparams& hp, bool last_stage);
+// normalized copy, the block output, q, k, v, the attention output, the FFN gate and up rows.
+uint64_t device_activation_floats_per_token(const model::Hparams& hp);
+
+// Rows of logits the last stage computes at once: all_logits over a longer micro-batch runs the
+// output product in chunks of this many rows (a 150k vocabulary at 512 rows would otherwise take
+// 300 MiB of device and as much pinned host memory).
+inline constexpr int64_t kDeviceLogitRows = 32;
+inline int64_t device_logit_rows(int64_t n_batch) { return n_batch < kDeviceLogitRows ? n_batch : kDeviceLogitRows; }
 
 struct DeviceStageShape {
     int first_layer = 0;
@@ -41,7 +46,8 @@ struct DeviceStageShape {
 
 // PlanInputs for make_plan (n_ctx_train and budget_bytes left to the caller). Per position: the
 // KV rows of every layer and the RoPE cos/sin tables (2 * n_rot/2 floats); fixed: activations of
-// n_batch tokens (plus token ids and the device n_past), workspaces. Throws what
+// n_batch tokens (plus token ids and the device n_past), device_logit_rows(n_batch) rows of logits
+// on the last stage, workspaces. Throws what
 // kv_bytes_per_position_range throws for a KV type the heads cannot use.
 PlanInputs device_plan_inputs(const model::Hparams& hp, const DeviceStageShape& shape);
 

@@ -41,9 +41,10 @@ TEST_CASE("device_plan: each uploaded tensor is padded, then rounded up to 256 b
 
 TEST_CASE("device_plan: activations, KV, RoPE tables and workspaces by hand") {
     const model::Hparams hp = small_llama();
-    // x, xn, proj: 3 * 512; q, attn: 2 * 512; k, v: 2 * 128; gate, up: 2 * 1024; logits 1000
-    CHECK(exec::device_activation_floats_per_token(hp, false) == 1536 + 1024 + 256 + 2048);
-    CHECK(exec::device_activation_floats_per_token(hp, true) == 1536 + 1024 + 256 + 2048 + 1000);
+    // x, xn, proj: 3 * 512; q, attn: 2 * 512; k, v: 2 * 128; gate, up: 2 * 1024
+    CHECK(exec::device_activation_floats_per_token(hp) == 1536 + 1024 + 256 + 2048);
+    CHECK(exec::device_logit_rows(8) == 8);
+    CHECK(exec::device_logit_rows(512) == exec::kDeviceLogitRows);
 
     exec::DeviceStageShape s{.first_layer = 1, .last_layer = 4, .n_ctx = 2048, .n_batch = 32,
                              .kv_type = exec::KvType::f16, .weight_bytes = 1000000,
@@ -53,8 +54,17 @@ TEST_CASE("device_plan: activations, KV, RoPE tables and workspaces by hand") {
     // 3 layers x (K + V) x 128 values x 2 bytes
     CHECK(in.kv_bytes_per_position == 3 * 2 * 128 * 2);
     CHECK(in.scratch_bytes_per_position == 2 * 32 * 4);
-    CHECK(in.scratch_fixed_bytes == (1536 + 1024 + 256 + 2048 + 1000) * 32 * 4 + 32 * 4 + 4 + 70000 + 9000);
+    // the last stage: 32 rows of 1000 logits
+    CHECK(in.scratch_fixed_bytes == ((1536 + 1024 + 256 + 2048) * 32 + 32 * 1000) * 4 + 32 * 4 + 4 + 70000 + 9000);
     CHECK(in.n_ctx == 2048);
+    // a stage that does not end the model computes no logits; 100 tokens still take 32 rows
+    exec::DeviceStageShape mid = s;
+    mid.last_layer = 3;
+    CHECK(exec::device_plan_inputs(hp, mid).scratch_fixed_bytes == (1536 + 1024 + 256 + 2048) * 32 * 4 + 32 * 4 + 4 + 70000 + 9000);
+    exec::DeviceStageShape wide = s;
+    wide.n_batch = 100;
+    CHECK(exec::device_plan_inputs(hp, wide).scratch_fixed_bytes ==
+          ((1536 + 1024 + 256 + 2048) * 100 + 32 * 1000) * 4 + 100 * 4 + 4 + 70000 + 9000);
 
     // q8_0: 128 values = 4 blocks of 34 bytes per row
     s.kv_type = exec::KvType::q8_0;
