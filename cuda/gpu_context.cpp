@@ -294,6 +294,17 @@ void GpuContext::forward_hidden(const float* hidden_in, int64_t n, float* out, b
 }
 
 void GpuContext::run(const int32_t* tokens, const float* hidden, int64_t n, float* out, bool all_logits) {
+    try {
+        run_batches(tokens, hidden, n, out, all_logits);
+    } catch (...) {
+        // Let whatever was queued finish before the pinned buffers are written again.
+        cudaStreamSynchronize(d_->stream);
+        (void)cudaGetLastError();
+        throw;
+    }
+}
+
+void GpuContext::run_batches(const int32_t* tokens, const float* hidden, int64_t n, float* out, bool all_logits) {
     Device& d = *d_;
     const int64_t E = hp_.n_embd, V = hp_.n_vocab;
     const Input in = tokens ? Input::tokens : Input::hidden;

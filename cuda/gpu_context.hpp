@@ -94,6 +94,7 @@ private:
     enum class Output { none, last_logits, all_logits, hidden };
     void check_room(int64_t n_tokens) const;
     void run(const int32_t* tokens, const float* hidden, int64_t n, float* out, bool all_logits);
+    void run_batches(const int32_t* tokens, const float* hidden, int64_t n, float* out, bool all_logits);
     // Enqueues the forward pass of m tokens whose input already sits in the device buffers, and
     // the last token's logits for Output::last_logits.
     void enqueue(int m, Input in, Output out);
