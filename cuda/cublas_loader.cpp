@@ -45,6 +45,16 @@ cudaError_t to_cuda_error(cublasStatus_t s) {
     }
 }
 
+std::string status_text(cublasStatus_t s) {
+    switch (s) {
+        case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED (no usable GPU or driver?)";
+        case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+        case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+        case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+        default: return "status " + std::to_string(int(s));
+    }
+}
+
 struct Loaded {
     Cublas* cublas = nullptr;  // never destroyed: a handle torn down after the CUDA runtime at exit crashes
     std::string why;
@@ -79,13 +89,13 @@ Cublas* Cublas::get(std::string* why) {
         cublasHandle_t handle = nullptr;
         if (const cublasStatus_t s = reinterpret_cast<CreateFn>(fn[0])(&handle); s != CUBLAS_STATUS_SUCCESS) {
             // The library stays loaded: cuBLAS may have started threads or registered with the driver.
-            return {nullptr, "cublasCreate failed (status " + std::to_string(int(s)) + ")"};
+            return {nullptr, "cublasCreate failed: " + status_text(s)};
         }
         int version = 0;
         if (const cublasStatus_t s = reinterpret_cast<GetVersionFn>(fn[3])(handle, &version);
             s != CUBLAS_STATUS_SUCCESS) {
             reinterpret_cast<DestroyFn>(fn[4])(handle);
-            return {nullptr, "cublasGetVersion failed (status " + std::to_string(int(s)) + ")"};
+            return {nullptr, "cublasGetVersion failed: " + status_text(s)};
         }
         auto* c = new Cublas();
         c->lib_ = lib;
