@@ -141,21 +141,9 @@ std::string gpu_unavailable_reason() {
     return "";
 }
 
-void check_gpu_supports(const model::Hparams& hp) {
-    const bool llama_family = hp.arch.attention == model::AttentionKind::gqa && hp.moe.n_expert == 0 &&
-                              hp.recurrent.empty() && hp.attn_res_block == 0 && hp.moe.situ_beta <= 0.0;
-    if (!llama_family)
-        fail(Status::unsupported, std::string("the CUDA backend does not run the '") + hp.arch.name +
-                                      "' architecture yet (it runs llama, qwen2 and qwen3); '" + hp.arch.name +
-                                      "' runs on the CPU backend for now (device cpu)");
-    if (hp.head_dim != 64 && hp.head_dim != 128)
-        fail(Status::unsupported, "the CUDA attention takes head dimensions 64 and 128; this model's is " +
-                                      std::to_string(hp.head_dim) + " (run it on the CPU backend)");
-}
-
 GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& params, const GpuOptions& options)
     : hp_(model::read_hparams(file)), d_(std::make_unique<Device>()) {
-    check_gpu_supports(hp_);
+    exec::check_gpu_supports(hp_);
     if (params.n_ctx < 0) fail(Status::invalid_argument, "n_ctx must be >= 0 (0: the model's context length capped at 4096)");
     if (params.n_batch <= 0) fail(Status::invalid_argument, "n_batch must be positive");
     if (std::string why = gpu_unavailable_reason(); !why.empty()) fail(Status::unsupported, why);

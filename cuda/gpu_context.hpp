@@ -46,9 +46,6 @@ struct GpuOptions {
 // "" when a CUDA device can be used; otherwise why not (the CUDA runtime's reason).
 std::string gpu_unavailable_reason();
 
-// Throws Error(unsupported) naming the architecture unless the GPU forward pass runs it.
-void check_gpu_supports(const model::Hparams& hp);
-
 class GpuContext {
 public:
     // Reads hparams, refuses what the GPU does not run, binds the layer range's weights, plans

@@ -1,10 +1,24 @@
 #include "exec/device_plan.hpp"
 
+#include <string>
+
 #include "exec/kv_cache.hpp"
 #include "model/hparams.hpp"
 #include "util/error.hpp"
 
 namespace strata::exec {
+
+void check_gpu_supports(const model::Hparams& hp) {
+    const bool llama_family = hp.arch.attention == model::AttentionKind::gqa && hp.moe.n_expert == 0 &&
+                              hp.recurrent.empty() && hp.attn_res_block == 0 && hp.moe.situ_beta <= 0.0;
+    if (!llama_family)
+        fail(Status::unsupported, std::string("the CUDA backend does not run the '") + hp.arch.name +
+                                      "' architecture yet (it runs llama, qwen2 and qwen3); '" + hp.arch.name +
+                                      "' runs on the CPU backend for now (device cpu)");
+    if (hp.head_dim != 64 && hp.head_dim != 128)
+        fail(Status::unsupported, "the CUDA attention takes head dimensions 64 and 128; this model's is " +
+                                      std::to_string(hp.head_dim) + " (run it on the CPU backend)");
+}
 
 uint64_t device_tensor_bytes(uint64_t nbytes, uint64_t pad) {
     const uint64_t n = nbytes + pad;

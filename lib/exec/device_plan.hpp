@@ -16,6 +16,11 @@ struct Hparams;
 
 namespace strata::exec {
 
+// Throws Error(unsupported) naming the architecture unless the GPU forward pass runs it (the
+// llama family: grouped-query attention, dense SwiGLU FFN, head dims 64 and 128); the others
+// run on the CPU backend for now.
+void check_gpu_supports(const model::Hparams& hp);
+
 // Every uploaded tensor starts on this boundary.
 inline constexpr uint64_t kDeviceTensorAlign = 256;
 

@@ -96,3 +96,29 @@ TEST_CASE("device_plan: bad ranges and batches are refused") {
     s.n_ctx = 0;
     CHECK_THROWS_AS(exec::device_plan_inputs(hp, s), Error);
 }
+
+TEST_CASE("device_plan: the GPU runs the llama family with head dims 64 and 128, and refuses the rest by name") {
+    model::Hparams hp = small_llama();
+    CHECK_NOTHROW(exec::check_gpu_supports(hp));
+    hp.arch = model::qwen3_traits();
+    hp.head_dim = 128;
+    CHECK_NOTHROW(exec::check_gpu_supports(hp));
+    hp.head_dim = 96;
+    CHECK_THROWS_WITH_AS(exec::check_gpu_supports(hp), doctest::Contains("96"), Error);
+    for (const model::ArchTraits& a : {model::deepseek2_traits(), model::kimi_linear_traits(), model::kimi_k3_traits()}) {
+        model::Hparams other = small_llama();
+        other.arch = a;
+        try {
+            exec::check_gpu_supports(other);
+            FAIL("accepted " << a.name);
+        } catch (const Error& e) {
+            CHECK(e.status() == Status::unsupported);
+            const std::string msg = e.what();
+            CHECK(msg.find(a.name) != std::string::npos);
+            CHECK(msg.find("CPU backend") != std::string::npos);
+        }
+    }
+    model::Hparams moe = small_llama();
+    moe.moe.n_expert = 8;
+    CHECK_THROWS_AS(exec::check_gpu_supports(moe), Error);
+}
