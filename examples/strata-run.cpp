@@ -34,11 +34,13 @@ struct Options {
 const char* kUsage =
     "usage: strata-run MODEL.gguf [MORE-SHARDS...] -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]\n"
     "                  [--min-p P] [--repeat-penalty R] [--seed S] [--threads N] [--ctx N] [--kv f16|q8_0]\n"
+    "                  [--device cpu|cuda]\n"
     "                  [--worker HOST:PORT ... [--layers A:B,C:D,...] [--key-file F] [--n-batch N]\n"
     "                   [--heartbeat-ms N] [--peer-timeout-ms N] [--wire f16|bf16|f32]] [--report-json FILE]\n"
     "With --worker, this process is the head of a pipeline: it holds the first layers, each worker\n"
     "(strata-worker) the next range in the order given; --layers fixes the ranges (head first),\n"
     "otherwise they are planned from each stage's free memory.\n"
+    "--device cuda runs a llama-family model entirely on the GPU (not with --worker).\n"
     "--tls-ca F runs every link inside TLS, the workers' certificates checked against CA F;\n"
     "--tls-cert F --tls-key F present the head's certificate to workers that require one.\n"
     "Streams the generated text to stdout; the run's figures go to stderr.\n";
@@ -70,6 +72,11 @@ Options parse_args(int argc, char** argv) {
             if (kv == "f16") o.session.kv_type = STRATA_KV_F16;
             else if (kv == "q8_0") o.session.kv_type = STRATA_KV_Q8_0;
             else throw cli::usage_error("--kv must be f16 or q8_0, got '" + kv + "'");
+        } else if (a == "--device") {
+            const std::string d = value();
+            if (d == "cpu") o.session.device = STRATA_DEVICE_CPU;
+            else if (d == "cuda") o.session.device = STRATA_DEVICE_CUDA;
+            else throw cli::usage_error("--device must be cpu or cuda, got '" + d + "'");
         } else if (a == "--worker") o.pipeline.workers.push_back(value());
         else if (a == "--layers") o.pipeline.layers = value();
         else if (a == "--key-file") o.pipeline.key_file = value();
@@ -91,6 +98,8 @@ Options parse_args(int argc, char** argv) {
         throw cli::usage_error("--layers and --key-file need at least one --worker");
     if (o.pipeline.workers.empty() && !(o.pipeline.tls_ca_file + o.pipeline.tls_cert_file).empty())
         throw cli::usage_error("--tls-ca and --tls-cert need at least one --worker");
+    if (!o.pipeline.workers.empty() && o.session.device != STRATA_DEVICE_CPU)
+        throw cli::usage_error("--device cuda runs one process; a pipeline head (--worker) runs on the CPU");
     if (o.pipeline.tls_cert_file.empty() != o.pipeline.tls_key_file.empty())
         throw cli::usage_error("--tls-cert and --tls-key go together");
     if (!o.pipeline.tls_cert_file.empty() && o.pipeline.tls_ca_file.empty())

@@ -347,8 +347,19 @@ typedef struct strata_session_params {
     int64_t n_ctx;          /* configured context in tokens; 0: the model's context_length, at most 4096 */
     int32_t n_threads;      /* 0: every hardware thread */
     int32_t kv_type;        /* strata_kv_type; a type that cannot serve the head dimension is an error */
-    uint64_t memory_budget; /* bytes the plan may use; 0: the memory available now */
+    uint64_t memory_budget; /* bytes the plan may use; 0: the memory available now (on the
+                               device for STRATA_DEVICE_CUDA: its free memory) */
+    /* Appended after the first release (a caller whose struct_size ends before it gets
+     * STRATA_DEVICE_CPU): */
+    int32_t device;         /* strata_device: where the layers run (default STRATA_DEVICE_CPU) */
 } strata_session_params;
+
+/* STRATA_DEVICE_CUDA runs the whole forward pass of a llama-family model (llama, qwen2, qwen3)
+ * on the first NVIDIA GPU, weights uploaded once (IQ1_S kept in its blocks), KV cache in device
+ * memory. STRATA_ERR_UNSUPPORTED when the library was built without the CUDA backend, when no
+ * usable GPU is found (the message gives the CUDA runtime's reason) or for an architecture the
+ * GPU does not run yet (deepseek2, kimi-*: device CPU). */
+typedef enum strata_device { STRATA_DEVICE_CPU = 0, STRATA_DEVICE_CUDA = 1 } strata_device;
 
 STRATA_API void strata_session_default_params(strata_session_params* params);
 

@@ -331,7 +331,8 @@ struct session_params {
     int64_t n_ctx = 0;  // 0: the model's context_length, at most 4096
     int32_t n_threads = 0;
     strata_kv_type kv_type = STRATA_KV_F16;
-    uint64_t memory_budget = 0;  // 0: available memory
+    uint64_t memory_budget = 0;  // 0: available memory (the device's free memory on CUDA)
+    strata_device device = STRATA_DEVICE_CPU;
 };
 
 struct sampling_params {
@@ -363,6 +364,7 @@ public:
         c.n_threads = p.n_threads;
         c.kv_type = p.kv_type;
         c.memory_budget = p.memory_budget;
+        c.device = p.device;
         detail::check(strata_session_create(m.get(), &c, &handle_));
     }
     // Takes ownership of a strata_session* (e.g. from strata_pipeline_session).

@@ -2,13 +2,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "capi/guard.hpp"
 #include "capi/session.hpp"
+#include "capi/handles.hpp"
 #include "exec/local_sequence.hpp"
 #include "sample/sampler.hpp"
+#ifdef STRATA_HAVE_CUDA
+#include "gpu_sequence.hpp"
+#endif
 
 using strata::Status;
 using strata::fail;
@@ -44,6 +50,22 @@ void decode(strata_session& s, const int32_t* tokens, size_t n_tokens, bool all_
     s.logits_rows = 0;  // a failure below leaves no stale logits readable
     s.sequence->decode({tokens, n_tokens}, all_logits, &s.logits);
     s.logits_rows = all_logits ? n_tokens : 1;
+}
+
+// A sequence on the GPU, reporting the weight upload through the model's progress callback.
+std::unique_ptr<strata::exec::Sequence> gpu_sequence(const strata_model& model, const strata::exec::ContextParams& cp) {
+#ifdef STRATA_HAVE_CUDA
+    std::function<void(uint64_t, uint64_t)> progress;
+    if (model.progress)
+        progress = [fn = model.progress, user = model.progress_user_data](uint64_t done, uint64_t total) {
+            fn("upload weights", done, total, user);
+        };
+    return strata::cuda::make_gpu_sequence(*model.file, cp, default_sampler_params(), progress);
+#else
+    (void)model;
+    (void)cp;
+    fail(Status::unsupported, "STRATA_DEVICE_CUDA: this library was built without the CUDA backend");
+#endif
 }
 
 bool contains_stop(const std::string& text, const std::vector<std::string>& stops) {
@@ -94,7 +116,12 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     require(out_session, "out_session");
     *out_session = nullptr;
     require(model, "model");
-    const strata_session_params p = strata::capi::params_or_default(params, strata_session_default_params);
+    // `device` was appended after the first release: shorter structs run on the CPU.
+    const strata_session_params p = strata::capi::params_or_default(params, strata_session_default_params,
+                                                                    offsetof(strata_session_params, device));
+    if (p.device != STRATA_DEVICE_CPU && p.device != STRATA_DEVICE_CUDA)
+        fail(Status::invalid_argument,
+             "device is " + std::to_string(p.device) + ", expected STRATA_DEVICE_CPU or STRATA_DEVICE_CUDA");
     if (p.n_ctx < 0) fail(Status::invalid_argument, "n_ctx is " + std::to_string(p.n_ctx) + ", expected 0 or more");
     if (p.n_threads < 0)
         fail(Status::invalid_argument, "n_threads is " + std::to_string(p.n_threads) + ", expected 0 or more");
@@ -105,7 +132,9 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     cp.n_threads = p.n_threads;
     cp.kv_type = p.kv_type == STRATA_KV_Q8_0 ? strata::exec::KvType::q8_0 : strata::exec::KvType::f16;
     cp.memory_budget = p.memory_budget;
-    auto sequence = std::make_unique<strata::exec::LocalSequence>(*model->file, cp, strata::capi::default_sampling());
+    std::unique_ptr<strata::exec::Sequence> sequence;
+    if (p.device == STRATA_DEVICE_CUDA) sequence = gpu_sequence(*model, cp);
+    else sequence = std::make_unique<strata::exec::LocalSequence>(*model->file, cp, strata::capi::default_sampling());
     *out_session = strata::capi::make_session(strata::capi::session_tokenizer(model), std::move(sequence), model->file);
     STRATA_API_END
 }

@@ -1,6 +1,7 @@
 /* The C ABI used from strict C99: compiles with -std=c99 -pedantic-errors against strata.h
  * alone and links only libstrata.so. Exercises one call of each kind on the ggml fixtures. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,26 @@ static void test_plan_params(void) {
           params.layers == NULL && params.n_stages == 1 && params.n_batch == 512 && params.n_threads == 0);
     CHECK(strata_model_plan_json(NULL, &params, NULL, 0, &needed) == STRATA_ERR_INVALID_ARGUMENT);
     CHECK(strstr(strata_last_error(), "model") != NULL);
+}
+
+/* strata_session_params.device, appended after the first release. The fixture's architecture
+ * ("fixture") runs nowhere, so a session that gets past the parameters is UNSUPPORTED. */
+static void test_session_device(strata_model* model) {
+    strata_session_params params;
+    strata_session* session = NULL;
+    strata_session_default_params(&params);
+    CHECK(params.struct_size == sizeof params && params.device == STRATA_DEVICE_CPU);
+    CHECK(offsetof(strata_session_params, device) == 32);
+    params.device = 7;
+    CHECK(strata_session_create(model, &params, &session) == STRATA_ERR_INVALID_ARGUMENT && session == NULL);
+    CHECK(strstr(strata_last_error(), "device") != NULL);
+    /* A caller built before `device` existed: its struct ends before it, whatever lies beyond. */
+    params.struct_size = offsetof(strata_session_params, device);
+    CHECK(strata_session_create(model, &params, &session) == STRATA_ERR_UNSUPPORTED && session == NULL);
+    params.struct_size = sizeof params;
+    params.device = STRATA_DEVICE_CUDA;
+    CHECK(strata_session_create(model, &params, &session) == STRATA_ERR_UNSUPPORTED && session == NULL);
+    CHECK(strlen(strata_last_error()) > 0);
 }
 
 static void test_reading_the_fixture_model(void) {
@@ -99,6 +120,7 @@ static void test_reading_the_fixture_model(void) {
     CHECK(strata_model_find_tensor(model, "missing", &index) == STRATA_ERR_NOT_FOUND);
     CHECK(strata_model_shard_count(model, &n) == STRATA_OK && n == 1);
     CHECK(strata_model_identity(model, hex) == STRATA_OK && strlen(hex) == 64);
+    test_session_device(model);
     strata_model_free(model);
 }
 

@@ -109,6 +109,15 @@ int main() {
         sp.n_ctx = 64;
         strata::session s(m, sp);
         EXPECT(s.n_ctx() == 64 && s.n_past() == 0);
+        {
+            // CUDA: a session where the library has the backend and a GPU (this model's head
+            // dimension of 16 is not one the GPU attention takes: refused either way here).
+            strata::session_params gpu = sp;
+            gpu.device = STRATA_DEVICE_CUDA;
+            EXPECT(status_of([&] { strata::session g(m, gpu); }) == STRATA_ERR_UNSUPPORTED);
+            gpu.device = strata_device(7);
+            EXPECT(status_of([&] { strata::session g(m, gpu); }) == STRATA_ERR_INVALID_ARGUMENT);
+        }
         EXPECT(s.plan().find("configured context 64") != std::string::npos);
         EXPECT(s.plan().find(" B/token; at 1048576 tokens: ") != std::string::npos);
         strata::plan_params pp;

@@ -16,12 +16,12 @@ from ._types import (MetadataType, TensorType, ValueType, tensor_type_id, tensor
                      tensor_type_supported)
 from .errors import AbiMismatch, LibraryError, LibraryNotFound, Status, StrataError, status_name
 from .model import Model, ShardInfo, TensorInfo, VocabInfo, open_model
-from .session import KV_TYPES, SAMPLING_SETTINGS, STOP_REASONS, Generation, Session
+from .session import DEVICES, KV_TYPES, SAMPLING_SETTINGS, STOP_REASONS, Generation, Session
 from .pipeline import Pipeline, Worker, format_layers
 from .writer import Writer
 
 __all__ = [
-    "ABI_VERSION", "AbiMismatch", "Generation", "KV_TYPES", "LibraryError", "LibraryNotFound", "MetadataType",
+    "ABI_VERSION", "AbiMismatch", "DEVICES", "Generation", "KV_TYPES", "LibraryError", "LibraryNotFound", "MetadataType",
     "Model", "Pipeline", "SAMPLING_SETTINGS", "STOP_REASONS", "Session", "ShardInfo", "Status", "StrataError", "TensorInfo", "TensorType", "ValueType", "VocabInfo", "Worker", "Writer", "format_layers", "abi_version", "library_path",
     "load_library", "open_model", "status_name", "status_string", "tensor_type_id", "tensor_type_name",
     "tensor_type_supported", "use_library", "version", "version_number",

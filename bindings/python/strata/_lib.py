@@ -83,6 +83,7 @@ class SessionParams(ctypes.Structure):
         ("n_threads", ctypes.c_int32),
         ("kv_type", ctypes.c_int32),
         ("memory_budget", ctypes.c_uint64),
+        ("device", ctypes.c_int32),  # appended: strata_device
     ]
 
 

@@ -441,13 +441,13 @@ class Model(OwnedHandle):
 
     # --- sessions -----------------------------------------------------------------------------
     def session(self, n_ctx: int = 0, n_threads: int = 0, kv_type: Union[str, int] = "f16",
-                memory_budget: int = 0, **sampling: Any) -> "Session":
+                memory_budget: int = 0, device: Union[str, int] = "cpu", **sampling: Any) -> "Session":
         """A Session (one sequence: KV cache and sampler) on this model; see strata.Session.
         Sampling settings (temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed)
         may be given here; those not given keep the library's defaults."""
         from .session import Session
         return Session(self, n_ctx=n_ctx, n_threads=n_threads, kv_type=kv_type, memory_budget=memory_budget,
-                       **sampling)
+                       device=device, **sampling)
 
     # --- memory plans -------------------------------------------------------------------------
     def plan_json(self, n_ctx: int = 4096, kv_type: Union[str, int] = "f16", layers: Optional[str] = None,

@@ -39,6 +39,18 @@ def _kv_type_id(kv_type: Union[str, int]) -> int:
     return int(kv_type)
 
 
+DEVICES = {"cpu": 0, "cuda": 1}
+
+
+def _device_id(device: Union[str, int]) -> int:
+    if isinstance(device, str):
+        try:
+            return DEVICES[device.strip().lower()]
+        except KeyError:
+            raise ValueError(f"unknown device {device!r}; use one of {sorted(DEVICES)}") from None
+    return int(device)
+
+
 def _buffer_text(call: Callable[[Any, int, Any], int]) -> str:
     """Runs a (buffer, capacity, out_needed) text call, growing the buffer once if asked."""
     cap = 512
@@ -61,7 +73,10 @@ class Session(OwnedHandle):
     model's context_length (at most 4096); ``n_threads`` 0 uses every hardware thread;
     ``kv_type`` "f16" or "q8_0"; ``memory_budget`` in bytes, 0 for the memory available now
     (a plan that does not fit raises StrataError OUT_OF_MEMORY giving the largest context that
-    fits). Sampling keywords: see set_sampling().
+    fits). ``device`` "cpu" or "cuda": "cuda" runs a llama-family model entirely on the GPU
+    (the budget then defaults to the device's free memory) and raises StrataError UNSUPPORTED
+    saying why when the library has no CUDA backend or no usable GPU. Sampling keywords: see
+    set_sampling().
 
     The session holds a reference to its model, so the model stays alive while the session
     does; closing the model closes its sessions first.
@@ -70,7 +85,7 @@ class Session(OwnedHandle):
     _FREE = "strata_session_free"
 
     def __init__(self, model: Model, n_ctx: int = 0, n_threads: int = 0, kv_type: Union[str, int] = "f16",
-                 memory_budget: int = 0, **sampling: Any):
+                 memory_budget: int = 0, device: Union[str, int] = "cpu", **sampling: Any):
         self._h: Optional[int] = None
         unknown = set(sampling) - set(SAMPLING_SETTINGS)
         if unknown:
@@ -83,6 +98,7 @@ class Session(OwnedHandle):
         params.n_threads = int(n_threads)
         params.kv_type = _kv_type_id(kv_type)
         params.memory_budget = int(memory_budget)
+        params.device = _device_id(device)
         h = ctypes.c_void_p()
         check(_lib.fn("strata_session_create")(model._handle(), ctypes.byref(params), ctypes.byref(h)))
         self._h = h.value
