@@ -4,6 +4,7 @@
 //                                                              of local strata-worker processes
 //   strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [--repeat N] [--prompt-tokens 512,4096]
 //                [--gen-tokens N] [--context-probe N] [--worker HOST:PORT ...]   the default mode
+//   strata-bench kernels [-o REPORT.json] [--quick] ...              the CUDA kernels against ceilings
 //   strata-bench help [SUBCOMMAND]
 //
 // Each subcommand is a function `int NAME_main(int argc, char** argv)` receiving its own name as
@@ -14,6 +15,7 @@
 #include <string>
 
 int bench_pipeline_main(int argc, char** argv);
+int bench_kernels_main(int argc, char** argv);
 int run_model_bench(int argc, char** argv);  // strata-bench MODEL ... (bench_model.cpp)
 
 namespace {
@@ -28,6 +30,9 @@ constexpr Subcommand kSubcommands[] = {
     {"pipeline", bench_pipeline_main,
      "decode/prefill tok/s with 1 stage (a local session) and N stages (local strata-worker processes),\n"
      "              per-hop latency, bytes on the wire per token, prefill overlap"},
+    {"kernels", bench_kernels_main,
+     "the CUDA kernels on model shapes against ceilings measured in the same run (streaming read,\n"
+     "              device copy, cuBLAS f16 GEMM): GB/s or TFLOP/s, percent of the ceiling"},
 };
 
 const Subcommand* find(const char* name) {

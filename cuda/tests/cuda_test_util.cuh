@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -27,6 +29,14 @@ inline int start(const char* what) {
     rng.seed(seed);
     std::printf("%s: seed %llu\n", what, (unsigned long long)seed);
     return 0;
+}
+
+// STRATA_CUDA_TEST_SMALL=1 (set by scripts/device-check.sh for the compute-sanitizer run, which
+// is 10-100x slower): tests shrink their sizes to a few small cases that still cover ragged
+// edges. Unset, empty or "0": the full sizes.
+inline bool small_sizes() {
+    const char* v = std::getenv("STRATA_CUDA_TEST_SMALL");
+    return v && *v && std::strcmp(v, "0") != 0;
 }
 
 inline std::vector<float> normal(size_t n, float sd = 1.0f, float mean = 0.0f) {

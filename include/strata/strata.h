@@ -725,6 +725,34 @@ STRATA_API strata_status strata_memory_sampler_stop(strata_memory_sampler* sampl
 STRATA_API strata_status strata_memory_sampler_json(const strata_memory_sampler* sampler, const char* node,
                                                     char* buffer, size_t capacity, size_t* out_needed);
 
+/* ---------------------------------------------------------------------------------------
+ * CUDA kernel benchmarks (strata-bench kernels): the backend's kernels timed on model shapes,
+ * each figure beside a ceiling measured in the same run (streaming read, device copy, cuBLAS
+ * f16 GEMM on the same shape). Library builds without the CUDA backend, or processes without a
+ * usable GPU, get STRATA_ERR_UNSUPPORTED with the reason ("no CUDA device: ...").
+ * ------------------------------------------------------------------------------------- */
+
+typedef struct strata_cuda_kernel_bench_params {
+    size_t struct_size;     /* sizeof(strata_cuda_kernel_bench_params) */
+    int32_t samples;        /* timed samples per row, the median reported (default 7; 1..1000) */
+    double sample_seconds;  /* each sample runs launches for about this long (default 0.02; up to 10) */
+    int32_t quick;          /* 1: the short set for device checks (fewer shapes and token counts) */
+    int32_t ceilings_only;  /* 1: only the ceilings (streaming read, device copy) */
+    const char* filter;     /* NULL or "": every row; else only rows whose name contains it */
+    void (*log)(const char* line, void* user_data); /* one line per row as it is measured; may be NULL */
+    void* log_user_data;
+} strata_cuda_kernel_bench_params;
+
+STRATA_API void strata_cuda_kernel_bench_default_params(strata_cuda_kernel_bench_params* params);
+/* Runs the benchmarks on the current CUDA device and writes their JSON: "device" (name, clocks,
+ * CUDA runtime/driver and cuBLAS versions), "method", "options", "ceilings", "rows" (raw times
+ * and every sample kept beside the derived GB/s or TFLOP/s, its ceiling and the ratio) and
+ * "errors" (rows that failed). The text protocol of the Reports section; the run is not repeated
+ * for the needed-size protocol: a result that did not fit is kept for the calling thread and the
+ * next call with the same params (log aside) returns it. params may be NULL (defaults). */
+STRATA_API strata_status strata_cuda_kernel_bench_json(const strata_cuda_kernel_bench_params* params, char* buffer,
+                                                       size_t capacity, size_t* out_needed);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -244,6 +244,28 @@ bool is_run_list(const json& v) {
     return v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& r) { return r.is_object(); });
 }
 
+// A benchmark's own summary table, {"columns": [names], "rows": [[cells]]} (strata-bench kernels);
+// false when the member is not of that form (then it is shown as JSON like any other).
+bool summary_table(std::string& md, const json& t) {
+    if (!t.is_object() || !field(t, "columns").is_array() || !field(t, "rows").is_array()) return false;
+    const json& columns = t["columns"];
+    std::vector<std::string> header;
+    for (const json& c : columns) {
+        if (!c.is_string()) return false;
+        header.push_back(md_cell(c.get<std::string>()));
+    }
+    if (header.empty()) return false;
+    MarkdownTable table(header);
+    for (const json& r : t["rows"]) {
+        if (!r.is_array() || r.size() != columns.size()) return false;
+        std::vector<std::string> cells;
+        for (const json& v : r) cells.push_back(v.is_string() ? md_cell(v.get<std::string>()) : scalar_cell("", v));
+        table.row(std::move(cells));
+    }
+    md += table.str() + "\n";
+    return true;
+}
+
 void benchmarks(std::string& md, const json& list) {
     if (list.empty()) return;
     md += "## Benchmarks\n\n";
@@ -253,6 +275,7 @@ void benchmarks(std::string& md, const json& list) {
         json nested = json::object();
         for (const auto& [k, v] : b.items()) {
             if (k == "name" || k == "kind" || k == "runs" || (k == "spread" && v.is_object())) continue;
+            if (k == "table" && summary_table(md, v)) continue;
             if (v.is_structured()) nested[k] = v;
             else t.row({md_cell(k), scalar_cell(k, v)});
         }

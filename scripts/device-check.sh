@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Checks the CUDA backend on a GPU machine, from the folder scripts/device-build.sh made (run it
+# there: ./device-check.sh). Needs the NVIDIA driver; nothing else from the build machine.
+#   1. nvidia-smi: the GPU, driver, memory, clocks;
+#   2. every strata_cuda_*_tests program (pass / fail / skip (77) / timeout), logs kept;
+#   3. compute-sanitizer --tool memcheck on small cases (STRATA_CUDA_TEST_SMALL=1) of the gemv,
+#      ops and bandwidth tests (skipped when compute-sanitizer is not found);
+#   4. a small synthetic llama model (strata-mkmodel, iq1_s) decoded on the GPU:
+#      strata-bench decode --device cuda (tok/s, bytes per token, % of the streaming-read bound);
+#   5. strata-bench kernels --quick (kernel figures against ceilings measured in the same run);
+#   6. one short table last.
+# Everything runs under timeouts within STRATA_CHECK_BUDGET_S (default 285 s: under 5 minutes).
+# Reports and logs go to STRATA_CHECK_OUT, else $OUT (the device runner's folder), else ./check-out.
+# Exit status: 0 when every step passed or was skipped with a reason, 1 when any failed.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+RESULTS="${STRATA_CHECK_OUT:-${OUT:-$HERE/check-out}}"
+BUDGET="${STRATA_CHECK_BUDGET_S:-285}"
+mkdir -p "$RESULTS"
+START=$(date +%s)
+DEADLINE=$((START + BUDGET))
+
+# libstrata and anything bundled beside the programs; the toolkit's lib64 for cuBLAS (dlopen).
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda/targets/sbsa-linux/lib; do
+  [ -d "$d" ] && CUDA_LIBS="${CUDA_LIBS:+$CUDA_LIBS:}$d"
+done
+export LD_LIBRARY_PATH="$HERE${CUDA_LIBS:+:$CUDA_LIBS}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$HERE:$PATH:/usr/local/cuda/bin"
+
+SUMMARY=()   # "step|result|seconds|note"
+FAILED=0
+
+section() { printf '\n=== %s ===\n' "$*"; }
+# The timeout a step gets: its own limit, cut to what is left of the budget (0: none left).
+step_timeout() {
+  local want=$1 left=$((DEADLINE - $(date +%s)))
+  [ "$left" -lt "$want" ] && want=$left
+  [ "$want" -lt 0 ] && want=0
+  echo "$want"
+}
+record() {  # step result seconds note
+  SUMMARY+=("$1|$2|$3|$4")
+  case "$2" in fail|timeout) FAILED=1 ;; esac
+}
+# Runs a command under a timeout, output to a log; sets RC and SECS.
+run_logged() {  # limit log command...
+  local limit log t0
+  limit=$(step_timeout "$1"); log=$2; shift 2
+  t0=$(date +%s)
+  if [ "$limit" -lt 3 ]; then
+    echo "no time left in the ${BUDGET}s budget" > "$log"; RC=125; SECS=0; return
+  fi
+  timeout -k 5 "$limit" "$@" > "$log" 2>&1
+  RC=$?
+  SECS=$(( $(date +%s) - t0 ))
+}
+verdict() {  # rc -> pass / skip / timeout / fail
+  case "$1" in 0) echo pass ;; 77) echo skip ;; 124|137) echo timeout ;; 125) echo skip ;; *) echo fail ;; esac
+}
+
+section "device"
+echo "folder: $HERE (commit $(cat "$HERE/COMMIT" 2>/dev/null || echo unknown)); results: $RESULTS"
+if command -v nvidia-smi >/dev/null; then
+  timeout 30 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,clocks.sm,clocks.mem,temperature.gpu,power.draw,power.limit,ecc.mode.current \
+    --format=csv 2>&1 | tee "$RESULTS/nvidia-smi.csv"
+  timeout 30 nvidia-smi > "$RESULTS/nvidia-smi.txt" 2>&1
+  record "nvidia-smi" pass 0 "$(sed -n 2p "$RESULTS/nvidia-smi.csv" | cut -d, -f2,3 | tr -s ' ')"
+else
+  echo "nvidia-smi not found"
+  record "nvidia-smi" skip 0 "not found"
+fi
+
+section "CUDA test programs"
+mkdir -p "$RESULTS/tests"
+for t in "$HERE"/strata_cuda_*_tests; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t"); short=${name#strata_cuda_}; short=${short%_tests}
+  run_logged "${STRATA_TEST_TIMEOUT_S:-90}" "$RESULTS/tests/$short.log" "$t"
+  v=$(verdict "$RC")
+  note=$(grep -E "^(SKIP|FAIL)" "$RESULTS/tests/$short.log" | head -1 | cut -c1-60)
+  printf '%-14s %-8s %4ss  %s\n' "$short" "$v" "$SECS" "$note"
+  [ "$v" = fail ] || [ "$v" = timeout ] && tail -n 25 "$RESULTS/tests/$short.log" | sed 's/^/    /'
+  record "test $short" "$v" "$SECS" "$note"
+done
+
+section "compute-sanitizer memcheck (STRATA_CUDA_TEST_SMALL=1)"
+SANITIZER=$(command -v compute-sanitizer || true)
+for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+  [ -z "$SANITIZER" ] && [ -x "$c" ] && SANITIZER=$c
+done
+if [ -z "$SANITIZER" ]; then
+  echo "compute-sanitizer not found: memcheck skipped"
+  record "memcheck" skip 0 "compute-sanitizer not found"
+else
+  for short in gemv ops bandwidth; do
+    t="$HERE/strata_cuda_${short}_tests"
+    [ -x "$t" ] || continue
+    STRATA_CUDA_TEST_SMALL=1 run_logged "${STRATA_MEMCHECK_TIMEOUT_S:-75}" "$RESULTS/tests/memcheck_$short.log" \
+      "$SANITIZER" --tool memcheck --error-exitcode 99 --leak-check no "$t"
+    v=$(verdict "$RC")
+    errs=$(grep -Eo "ERROR SUMMARY: [0-9]+ error" "$RESULTS/tests/memcheck_$short.log" | tail -1)
+    printf '%-14s %-8s %4ss  %s\n' "$short" "$v" "$SECS" "$errs"
+    [ "$v" = fail ] && grep -E "Invalid|ERROR|FAIL" "$RESULTS/tests/memcheck_$short.log" | head -15 | sed 's/^/    /'
+    record "memcheck $short (small)" "$v" "$SECS" "$errs"
+  done
+fi
+
+section "decode on the GPU (synthetic llama, iq1_s)"
+MODEL="$RESULTS/llama-small-iq1_s.gguf"
+run_logged 90 "$RESULTS/mkmodel.log" strata-mkmodel --arch llama --preset small --n-layer 4 --type iq1_s -o "$MODEL"
+if [ "$RC" -ne 0 ]; then
+  tail -5 "$RESULTS/mkmodel.log"
+  record "mkmodel" "$(verdict "$RC")" "$SECS" "see mkmodel.log"
+else
+  run_logged 120 "$RESULTS/decode.log" strata-bench decode "$MODEL" --device cuda -o "$RESULTS/decode.json" \
+    --prompt-tokens 512,4096 --gen-tokens 64 --repeat 2 --warmup 1
+  v=$(verdict "$RC")
+  cat "$RESULTS/decode.log" | tail -12
+  record "decode --device cuda" "$v" "$SECS" "$(grep -E '^decode ' "$RESULTS/decode.log" | head -1 | cut -c1-70)"
+fi
+
+section "kernels (quick)"
+run_logged 150 "$RESULTS/kernels.log" strata-bench kernels --quick --samples 5 --sample-ms 10 -o "$RESULTS/kernels.json"
+v=$(verdict "$RC")
+[ "$RC" -eq 3 ] && v=fail  # the suite ran but some rows failed (listed as ERROR)
+cat "$RESULTS/kernels.log"
+record "kernels --quick" "$v" "$SECS" "$(grep -c '^ERROR' "$RESULTS/kernels.log") row errors"
+
+section "summary"
+printf '%-34s %-8s %5s  %s\n' "step" "result" "secs" "note"
+for s in "${SUMMARY[@]}"; do
+  IFS='|' read -r step result secs note <<< "$s"
+  printf '%-34s %-8s %5s  %s\n' "$step" "$result" "$secs" "$note"
+done
+if [ -f "$RESULTS/kernels.log" ]; then
+  echo
+  echo "kernel figures (percent of the ceiling measured in the same run):"
+  grep -E "^ceiling|^kernel|tokens=1 |tokens=8 |DeviceMatmul|mma|attention|rms_norm" "$RESULTS/kernels.log" |
+    grep -v "^  " | head -40
+fi
+echo
+echo "total $(( $(date +%s) - START ))s; results in $RESULTS"
+exit "$FAILED"

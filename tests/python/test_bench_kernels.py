@@ -1,0 +1,121 @@
+"""strata-bench kernels and strata_cuda_kernel_bench_json. Without a usable GPU (or without the
+CUDA backend): a clear "no CUDA device: REASON" and exit status 1 (STRATA_ERR_UNSUPPORTED through
+the C ABI), never a crash. On a GPU machine the same tests run the ceilings only (a filter that
+matches no kernel row) and check that the raw times sit beside every derived figure."""
+from __future__ import annotations
+
+import ctypes
+import json
+
+from strata import report as R
+from strata._lib import lib
+
+from _report_tools import run
+
+UNSUPPORTED = 4
+INVALID_ARGUMENT = 1
+
+
+class Params(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("samples", ctypes.c_int32), ("sample_seconds", ctypes.c_double),
+                ("quick", ctypes.c_int32), ("ceilings_only", ctypes.c_int32), ("filter", ctypes.c_char_p),
+                ("log", ctypes.c_void_p), ("log_user_data", ctypes.c_void_p)]
+
+
+def _bench(params: Params | None, capacity: int = 0):
+    f = lib().strata_cuda_kernel_bench_json
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.POINTER(Params), ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+    needed = ctypes.c_size_t(0)
+    buf = ctypes.create_string_buffer(capacity) if capacity else None
+    status = f(ctypes.byref(params) if params is not None else None, buf, capacity, ctypes.byref(needed))
+    return status, needed.value, buf
+
+
+def _defaults() -> Params:
+    p = Params()
+    f = lib().strata_cuda_kernel_bench_default_params
+    f.restype = None
+    f.argtypes = [ctypes.POINTER(Params)]
+    f(ctypes.byref(p))
+    return p
+
+
+def test_defaults_and_bad_params_are_refused_before_any_device_is_touched():
+    p = _defaults()
+    assert p.struct_size == ctypes.sizeof(Params) and p.samples == 7 and abs(p.sample_seconds - 0.02) < 1e-12
+    assert p.quick == 0 and p.ceilings_only == 0 and p.filter is None
+    bad = _defaults()
+    bad.samples = 0
+    assert _bench(bad)[0] == INVALID_ARGUMENT
+    assert "samples" in lib().strata_last_error().decode()
+    bad = _defaults()
+    bad.sample_seconds = float("nan")
+    assert _bench(bad)[0] == INVALID_ARGUMENT
+    bad = _defaults()
+    bad.struct_size = 4
+    assert _bench(bad)[0] == INVALID_ARGUMENT
+
+
+def test_the_c_abi_says_why_there_is_no_device_or_runs_the_ceilings():
+    p = _defaults()
+    p.ceilings_only = 1
+    p.samples = 1
+    p.sample_seconds = 0.001
+    status, needed, _ = _bench(p)
+    if status == UNSUPPORTED:
+        msg = lib().strata_last_error().decode()
+        assert msg.startswith("no CUDA device: ") or msg == "built without the CUDA backend", msg
+        return
+    # A GPU: the first call ran the suite and kept the result; the second hands it out.
+    assert status == 6 and needed > 1  # STRATA_ERR_BUFFER_TOO_SMALL with the size
+    status, _, buf = _bench(p, needed)
+    assert status == 0
+    doc = json.loads(buf.value.decode())
+    assert doc["rows"] == [] and doc["options"]["ceilings_only"] is True
+    c = doc["ceilings"]["stream_read"]
+    assert c["gb_per_s"] > 0 and c["time_s"] > 0 and len(c["samples_s"]) == 1
+
+
+def test_strata_bench_kernels_without_a_gpu_prints_the_reason(tmp_path):
+    out = tmp_path / "kernels.json"
+    r = run("strata-bench", "kernels", "--filter", "no-such-row", "--samples", "1", "--sample-ms", "1", "-o", out,
+            check=False)
+    if r.returncode == 1:
+        assert "strata-bench kernels: no CUDA device: " in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and not out.exists()
+        return
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert R.validate(text) == []
+    doc = json.loads(text)
+    names = [b["name"] for b in doc["benchmarks"]]
+    assert "ceiling stream_read" in names and "ceiling device_copy" in names
+    assert out.with_suffix(".md").is_file()
+
+
+def test_bad_arguments_exit_2():
+    r = run("strata-bench", "kernels", "--samples", "0", check=False)
+    assert r.returncode == 2 and "--samples" in r.stderr
+
+
+def test_a_benchmark_summary_table_renders_as_a_markdown_table():
+    """strata-bench kernels puts its table in a benchmark's "table" member ({"columns", "rows"}):
+    the Markdown shows it as a table; a malformed one falls back to JSON, never an error."""
+    table = {"columns": ["kernel", "time us", "% of ceiling"],
+             "rows": [["gemv iq1_s 4096x4096 tokens=1", "7.50", "88.1"], ["a | b", 1.5, None]]}
+    bad = {"columns": ["one", "two"], "rows": [["only one cell"]]}
+    doc = {"title": "unit", "artifact": {"shards": [], "total_size_bytes": 0, "model_identity": "0" * 64,
+                                         "architecture": "none", "tensor_types": [],
+                                         "labels": {"verified": False, "note": "n", "values": {}}},
+           "runtime": R.runtime(), "transport": {"links": []},
+           "deployment": {"nodes": [], "kv_type": "f16", "slots": 1, "configured_context_tokens": 0,
+                          "model_context_tokens": None, "largest_verified_input_tokens": None},
+           "memory": [], "evaluations": [],
+           "benchmarks": [{"name": "kernel table", "kind": "kernel_table", "table": table},
+                          {"name": "broken", "table": bad}]}
+    md = R.markdown(R.assemble(doc))
+    assert "| kernel | time us | % of ceiling |" in md
+    assert "| gemv iq1_s 4096x4096 tokens=1 | 7.50 | 88.1 |" in md
+    assert "a \\| b" in md
+    assert '"only one cell"' in md  # the malformed table stays visible as JSON
