@@ -1,5 +1,7 @@
 // strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [--worker HOST:PORT ...] [--repeat N]
 //              [--warmup N] [--prompt-tokens 512,4096] [--gen-tokens N] [--context-probe N]
+//              [--device cpu|cuda]
+// strata-bench decode MODEL ... (the same options; prompts of 512 and 4096 tokens by default)
 //
 // The default mode of strata-bench: prefill and decode at stated prompt and output lengths,
 // --warmup runs first (recorded, excluded from the figures), then --repeat measured runs per
@@ -17,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_decode_bound.hpp"
 #include "bench_probe.hpp"
 #include "bench_run.hpp"
 #include "bench_stats.hpp"
@@ -33,11 +36,15 @@ const char* kUsage =
     "                    [--key-file F] [--wire f16|bf16|f32] [--repeat N] [--warmup N]\n"
     "                    [--prompt-tokens 512,4096] [--gen-tokens N]\n"
     "                    [--context-probe N] [--probe-depths 0.1,0.5,0.9] [--ctx N] [--threads N]\n"
-    "                    [--memory-cadence-ms N]\n"
+    "                    [--memory-cadence-ms N] [--device cpu|cuda]\n"
+    "       strata-bench decode MODEL ... (the same options; --prompt-tokens 512,4096 by default)\n"
     "Per prompt length: --warmup runs (default 1, recorded, not counted), then --repeat measured runs\n"
     "(default 3) of a prompt of exactly that many tokens and --gen-tokens generated tokens (default 32,\n"
     "greedy, end-of-generation ignored). Figures: median, min, max, stddev over the measured runs.\n"
     "--context-probe N: an N-token input with facts planted at --probe-depths, recall checked per depth.\n"
+    "--device cuda: a local session on the GPU (default cpu). With --device cuda, and always for\n"
+    "`decode`, the report adds the weight bytes a decode step reads and, on the GPU, the streaming-read\n"
+    "ceiling measured in the same run, the bound tok/s they imply and each decode rate's percent of it.\n"
     "Writes REPORT.json and REPORT.md (strata-report plot REPORT.json adds the PNGs).\n";
 
 struct Options {
@@ -52,6 +59,8 @@ struct Options {
     int64_t n_ctx = 0;
     int32_t threads = 0;
     int32_t cadence_ms = 50;
+    int32_t device = STRATA_DEVICE_CPU;
+    bool decode_mode = false;  // strata-bench decode
 };
 
 
@@ -65,8 +74,10 @@ std::vector<T> list(const std::string& flag, const std::string& text, double lo,
     return out;
 }
 
-Options parse_args(int argc, char** argv) {
+Options parse_args(int argc, char** argv, bool decode_mode) {
     Options o;
+    o.decode_mode = decode_mode;
+    if (decode_mode) o.prompt_tokens = {512, 4096};
     bool wire_given = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -82,6 +93,12 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--ctx") o.n_ctx = int64_t(cli::number(a, value(), 1, 1 << 30));
         else if (a == "--threads") o.threads = int32_t(cli::number(a, value(), 0, 4096));
         else if (a == "--memory-cadence-ms") o.cadence_ms = int32_t(cli::number(a, value(), 1, 3600000));
+        else if (a == "--device") {
+            const std::string d = value();
+            if (d == "cpu") o.device = STRATA_DEVICE_CPU;
+            else if (d == "cuda") o.device = STRATA_DEVICE_CUDA;
+            else throw cli::usage_error("--device takes cpu or cuda, not " + d);
+        }
         else if (a == "-h" || a == "--help") cli::help(kUsage);
         else if (a.size() > 1 && a[0] == '-') throw cli::usage_error("unknown option " + a);
         else o.model.push_back(a);
@@ -97,6 +114,8 @@ Options parse_args(int argc, char** argv) {
         throw cli::usage_error("--ctx " + std::to_string(o.n_ctx) + " cannot hold the longest run (" + std::to_string(need) +
                          " tokens)");
     cli::check_pipeline_options(o.pipeline, wire_given);
+    if (o.device != STRATA_DEVICE_CPU && !o.pipeline.workers.empty())
+        throw cli::usage_error("--device cuda runs a local session; it does not combine with --worker");
     return o;
 }
 
@@ -134,7 +153,7 @@ int run(const Options& o) {
     std::optional<strata::pipeline> pipe;
     std::optional<strata::session> session;
     report_sections::Deployment deployment =
-        report_sections::open_session(m, o.pipeline, o.n_ctx, o.threads, pipe, session);
+        report_sections::open_session(m, o.pipeline, o.n_ctx, o.threads, pipe, session, o.device);
     strata::sampling_params greedy;
     greedy.temperature = 0;
     session->set_sampling(greedy);
@@ -164,6 +183,25 @@ int run(const Options& o) {
         benchmarks.push_back(probe->element);
     }
     sampler.stop();
+    std::optional<json> bound;
+    if (o.device == STRATA_DEVICE_CUDA || o.decode_mode) {
+        // Measured after the runs, on the device they ran on: the bound the decode rates face.
+        double gbps = 0;
+        std::string device_name = o.device == STRATA_DEVICE_CUDA ? "cuda" : "cpu";
+        std::string why;
+        if (o.device == STRATA_DEVICE_CUDA) {
+            try {
+                gbps = bench::measure_stream_read_gbps(&device_name);
+            } catch (const std::exception& e) {
+                why = e.what();
+            }
+        } else {
+            why = "no streaming-read ceiling for the CPU here (bench/bench_decode measures the CPU's)";
+        }
+        bound = bench::decode_bound_element(bench::decode_weight_bytes(m), gbps, device_name, benchmarks);
+        if (!why.empty()) (*bound)["stream_read_absent_reason"] = why;
+        benchmarks.push_back(*bound);
+    }
     if (pipe)
         benchmarks.push_back({{"name", "pipeline link counters"},
                               {"source", "strata_pipeline_stats_json after every run above"},
@@ -187,14 +225,27 @@ int run(const Options& o) {
                     summary("prefill_tokens_per_s").c_str(), summary("decode_tokens_per_s").c_str());
     }
     if (probe) std::printf("context probe: %s\n", probe->element["result"].get<std::string>().c_str());
+    if (bound) {
+        const json& b = *bound;
+        std::printf("decode bound: %llu weight bytes per token, streaming read %s GB/s -> %s tok/s\n",
+                    (unsigned long long)b["weight_bytes_per_token"].get<uint64_t>(), b["stream_read_gb_per_s"].dump().c_str(),
+                    b["bound_tokens_per_s"].dump().c_str());
+        for (const json& p : b["per_prompt"])
+            std::printf("decode bound: prompt %s: decode %.1f tok/s = %s%% of the bound; prefill %.1f tok/s\n",
+                        p["prompt_tokens"].dump().c_str(), p["decode_tokens_per_s_median"].get<double>(),
+                        p["percent_of_bound"].is_number() ? std::to_string(p["percent_of_bound"].get<double>()).c_str() : "-",
+                        p["prefill_tokens_per_s_median"].get<double>());
+    }
     std::fprintf(stderr, "report: %s and %s\n", o.out.c_str(), md.c_str());
     return 0;
 }
 
 }  // namespace
 
-int run_model_bench(int argc, char** argv) {
-    const Options o = cli::parse_or_exit("strata-bench", kUsage, [&] { return parse_args(argc, argv); });
+int model_bench(int argc, char** argv, bool decode_mode) {
+    const Options o =
+        cli::parse_or_exit(decode_mode ? "strata-bench decode" : "strata-bench", kUsage,
+                           [&] { return parse_args(argc, argv, decode_mode); });
     try {
         return run(o);
     } catch (const strata::error& e) {
@@ -205,3 +256,6 @@ int run_model_bench(int argc, char** argv) {
         return 1;
     }
 }
+
+int run_model_bench(int argc, char** argv) { return model_bench(argc, argv, false); }
+int bench_decode_main(int argc, char** argv) { return model_bench(argc, argv, true); }

@@ -43,7 +43,8 @@ int64_t arch_int(strata::model& m, const std::string& key) {
 }
 
 Deployment open_session(strata::model& m, const strata::pipeline_params& pipeline, int64_t n_ctx, int32_t n_threads,
-                        std::optional<strata::pipeline>& pipe, std::optional<strata::session>& session) {
+                        std::optional<strata::pipeline>& pipe, std::optional<strata::session>& session,
+                        int32_t device) {
     if (!pipeline.workers.empty()) {
         strata::pipeline_params p = pipeline;
         p.n_ctx = n_ctx;
@@ -55,18 +56,20 @@ Deployment open_session(strata::model& m, const strata::pipeline_params& pipelin
     strata::session_params sp;
     sp.n_ctx = n_ctx;
     sp.n_threads = n_threads;
+    sp.device = static_cast<strata_device>(device);
     session.emplace(m, sp);
-    return local_deployment(m, session->n_ctx(), "f16");
+    return local_deployment(m, session->n_ctx(), "f16", 1, device == STRATA_DEVICE_CUDA ? "cuda" : "cpu");
 }
 
-Deployment local_deployment(strata::model& m, int64_t n_ctx, const std::string& kv_type, int64_t slots) {
+Deployment local_deployment(strata::model& m, int64_t n_ctx, const std::string& kv_type, int64_t slots,
+                            const std::string& backend) {
     const int64_t n_layer = arch_int(m, "block_count");
     const int64_t model_ctx = arch_int(m, "context_length");
     Deployment d;
     d.deployment = {{"nodes", json::array({{{"name", "head"},
                                             {"address", ""},
                                             {"layers", {{"begin", 0}, {"end", n_layer < 0 ? 0 : n_layer}}},
-                                            {"backend", "cpu"}}})},
+                                            {"backend", backend}}})},
                     {"kv_type", kv_type},
                     {"slots", slots},
                     {"configured_context_tokens", n_ctx},

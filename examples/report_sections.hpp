@@ -25,7 +25,8 @@ struct Deployment {
 int64_t arch_int(strata::model& m, const std::string& key);
 
 // One process holding every layer.
-Deployment local_deployment(strata::model& m, int64_t n_ctx, const std::string& kv_type, int64_t slots = 1);
+Deployment local_deployment(strata::model& m, int64_t n_ctx, const std::string& kv_type, int64_t slots = 1,
+                            const std::string& backend = "cpu");
 
 // A pipeline as its plan says (the plan is untrusted text: a missing field becomes unknown).
 Deployment pipeline_deployment(strata::model& m, const std::string& plan_json, int64_t slots = 1);
@@ -33,8 +34,10 @@ Deployment pipeline_deployment(strata::model& m, const std::string& plan_json, i
 // The session a tool runs on, N_CTX and N_THREADS given: the head of a pipeline over
 // PIPELINE.workers (PIPE then holds the pipeline), or local when there are none; returns the
 // deployment section that describes it.
+// DEVICE (strata_device) is where a local session runs.
 Deployment open_session(strata::model& m, const strata::pipeline_params& pipeline, int64_t n_ctx, int32_t n_threads,
-                        std::optional<strata::pipeline>& pipe, std::optional<strata::session>& session);
+                        std::optional<strata::pipeline>& pipe, std::optional<strata::session>& session,
+                        int32_t device = STRATA_DEVICE_CPU);
 
 // Everything but the free sections; title, memory, benchmarks and evaluations are added by the caller.
 json base_sections(strata::model& m, const std::string& title, const Deployment& d);

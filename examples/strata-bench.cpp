@@ -4,6 +4,8 @@
 //                                                              of local strata-worker processes
 //   strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [--repeat N] [--prompt-tokens 512,4096]
 //                [--gen-tokens N] [--context-probe N] [--worker HOST:PORT ...]   the default mode
+//   strata-bench decode MODEL [...] [--device cpu|cuda]                  the default mode, prompts 512/4096,
+//                                                              decode tok/s against the streaming-read bound
 //   strata-bench kernels [-o REPORT.json] [--quick] ...              the CUDA kernels against ceilings
 //   strata-bench help [SUBCOMMAND]
 //
@@ -16,6 +18,7 @@
 
 int bench_pipeline_main(int argc, char** argv);
 int bench_kernels_main(int argc, char** argv);
+int bench_decode_main(int argc, char** argv);  // strata-bench decode MODEL ... (bench_model.cpp)
 int run_model_bench(int argc, char** argv);  // strata-bench MODEL ... (bench_model.cpp)
 
 namespace {
@@ -30,6 +33,9 @@ constexpr Subcommand kSubcommands[] = {
     {"pipeline", bench_pipeline_main,
      "decode/prefill tok/s with 1 stage (a local session) and N stages (local strata-worker processes),\n"
      "              per-hop latency, bytes on the wire per token, prefill overlap"},
+    {"decode", bench_decode_main,
+     "the default mode with prompts of 512 and 4096 tokens and the decode bound: weight bytes per\n"
+     "              token, the streaming-read ceiling (--device cuda), percent of the bound"},
     {"kernels", bench_kernels_main,
      "the CUDA kernels on model shapes against ceilings measured in the same run (streaming read,\n"
      "              device copy, cuBLAS f16 GEMM): GB/s or TFLOP/s, percent of the ceiling"},

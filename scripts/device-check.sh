@@ -108,7 +108,7 @@ fi
 
 section "decode on the GPU (synthetic llama, iq1_s)"
 MODEL="$RESULTS/llama-small-iq1_s.gguf"
-run_logged 90 "$RESULTS/mkmodel.log" strata-mkmodel --arch llama --preset small --n-layer 4 --type iq1_s -o "$MODEL"
+run_logged 90 "$RESULTS/mkmodel.log" strata-mkmodel --arch llama --preset small --n-layer 4 --n-ctx 8192 --type iq1_s -o "$MODEL"
 if [ "$RC" -ne 0 ]; then
   tail -5 "$RESULTS/mkmodel.log"
   record "mkmodel" "$(verdict "$RC")" "$SECS" "see mkmodel.log"
