@@ -20,7 +20,7 @@ std::array<uint8_t, kHeaderSize> encode_header(MessageType type, uint64_t length
     std::copy(kMagic.begin(), kMagic.end(), out.begin());
     put(4, kProtocolVersion, 2);
     put(6, uint16_t(type), 2);
-    put(8, 0, 4);  // flags: none defined in version 1
+    put(8, 0, 4);  // flags: none defined
     put(12, length, 8);
     put(20, crc, 4);
     return out;

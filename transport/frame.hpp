@@ -14,7 +14,7 @@
 namespace strata::transport {
 
 inline constexpr std::array<uint8_t, 4> kMagic{'S', 'T', 'R', 'F'};
-inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint16_t kProtocolVersion = 2;  // PROTOCOL.md, "Versions"
 inline constexpr size_t kHeaderSize = 24;
 inline constexpr uint64_t kDefaultMaxPayload = 64ull << 20;  // 64 MiB
 

@@ -139,6 +139,28 @@ Status check_stage_configure(const StageConfigure& c) {
     return Ok{};
 }
 
+// stage_ready's range and recurrent layers: a bounded range, the layers ascending inside it (so
+// that the bitmap on the wire says exactly the same).
+Status check_stage_ready(const StageReady& r) {
+    if (r.layer_begin > r.layer_end)
+        return malformed("stage_ready layer range " + range_text(r.layer_begin, r.layer_end) + " is reversed");
+    if (r.layer_end - r.layer_begin > kMaxStageLayers)
+        return malformed("stage_ready layer range " + range_text(r.layer_begin, r.layer_end) + " spans more than " +
+                         std::to_string(kMaxStageLayers) + " layers");
+    for (size_t i = 0; i < r.recurrent_layers.size(); ++i) {
+        const uint32_t l = r.recurrent_layers[i];
+        if (l < r.layer_begin || l >= r.layer_end)
+            return malformed("stage_ready recurrent layer " + std::to_string(l) + " is outside its range " +
+                             range_text(r.layer_begin, r.layer_end));
+        if (i > 0 && l <= r.recurrent_layers[i - 1])
+            return malformed("stage_ready recurrent layers are not strictly ascending at " + std::to_string(l));
+    }
+    return Ok{};
+}
+
+// Bytes of the recurrent-layer bitmap of a range of n layers.
+size_t layer_bitmap_bytes(uint32_t n) { return (size_t(n) + 7) / 8; }
+
 Status check_n_top(uint32_t n_top, const char* what) {
     if (n_top > kMaxTopLogprobs)
         return malformed(std::string(what) + " asks for " + std::to_string(n_top) + " top log-probabilities, at most " +
@@ -212,7 +234,7 @@ Status get_tensor_head(ByteReader& r, Tensor& t, const char* what) {
 
 constexpr size_t kStageInfoFixed = 8 + 4 * 4;
 constexpr size_t kStageConfigureSize = 5 * 4;
-constexpr size_t kStageReadySize = 5 * 8;
+constexpr size_t kStageReadyFixed = 5 * 8 + 2 * 4;  // then the bitmap
 constexpr size_t kForwardFixed = 8 + 4 + 4 + 4;
 constexpr size_t kSetSamplingSize = 4 * 4 + 2 * 4 + 8;
 
@@ -309,8 +331,19 @@ Status encode_parts(const T& msg, PayloadParts& parts) {
         w.u32(msg.context_length);
         w.u32(msg.n_batch);
     } else if constexpr (std::is_same_v<T, StageReady>) {
+        st = check_stage_ready(msg);
+        if (!st) return st;
         for (uint64_t v : {msg.weight_bytes, msg.kv_bytes, msg.scratch_bytes, msg.total_bytes, msg.budget_bytes})
             w.u64(v);
+        w.u32(msg.layer_begin);
+        w.u32(msg.layer_end);
+        // Bit b of byte i (least significant first): layer layer_begin + 8 i + b is recurrent.
+        std::vector<uint8_t> bitmap(layer_bitmap_bytes(msg.layer_end - msg.layer_begin), 0);
+        for (uint32_t l : msg.recurrent_layers) {
+            const uint32_t at = l - msg.layer_begin;
+            bitmap[at / 8] = uint8_t(bitmap[at / 8] | (1u << (at % 8)));
+        }
+        w.bytes(bitmap);
     } else if constexpr (std::is_same_v<T, Forward>) {
         st = check_forward(msg);
         if (!st) return st;
@@ -422,7 +455,9 @@ Result<Message> get_stage_configure(std::span<const uint8_t> p) {
 }
 
 Result<Message> get_stage_ready(std::span<const uint8_t> p) {
-    if (auto st = expect_size(p, kStageReadySize, "stage_ready"); !st) return st.error();
+    if (p.size() < kStageReadyFixed)
+        return malformed("stage_ready payload is " + std::to_string(p.size()) + " bytes, at least " +
+                         std::to_string(kStageReadyFixed) + " expected");
     ByteReader r(p);
     StageReady s;
     s.weight_bytes = r.u64();
@@ -430,7 +465,22 @@ Result<Message> get_stage_ready(std::span<const uint8_t> p) {
     s.scratch_bytes = r.u64();
     s.total_bytes = r.u64();
     s.budget_bytes = r.u64();
-    return Message{s};
+    s.layer_begin = r.u32();
+    s.layer_end = r.u32();
+    // The range first: its size bounds the bitmap, checked against the payload before any use.
+    if (auto st = check_stage_ready(s); !st) return st.error();
+    const size_t n_bytes = layer_bitmap_bytes(s.layer_end - s.layer_begin);
+    if (r.remaining() != n_bytes)
+        return malformed("stage_ready carries " + std::to_string(r.remaining()) + " bitmap bytes for layers " +
+                         range_text(s.layer_begin, s.layer_end) + ", expected " + std::to_string(n_bytes));
+    const auto bitmap = r.bytes(n_bytes);
+    const uint32_t n = s.layer_end - s.layer_begin;
+    for (uint32_t at = 0; at < n; ++at)
+        if (bitmap[at / 8] & (1u << (at % 8))) s.recurrent_layers.push_back(s.layer_begin + at);
+    // Bits past the range are zero: one layout per message.
+    if (n % 8 != 0 && (bitmap[n / 8] >> (n % 8)) != 0)
+        return malformed("stage_ready bitmap has bits set past layer " + std::to_string(s.layer_end - 1));
+    return Message{std::move(s)};
 }
 
 Result<Message> get_forward(std::span<const uint8_t> p) {

@@ -101,9 +101,16 @@ struct StageConfigure {
     uint32_t n_batch = 0;         // > 0: largest micro-batch the head will send
     bool operator==(const StageConfigure&) const = default;
 };
-// worker -> head: configured; its memory plan, in bytes.
+// The widest layer range a stage_ready describes (its recurrent-layer bitmap is at most 8 KiB).
+inline constexpr uint32_t kMaxStageLayers = 1u << 16;
+// worker -> head: configured; its memory plan, in bytes, and the worker's own reading of the
+// layers it now holds, so that the head can check it against its own: the range and which of
+// its layers are recurrent (KDA: a fixed per-sequence state instead of a KV cache).
 struct StageReady {
     uint64_t weight_bytes = 0, kv_bytes = 0, scratch_bytes = 0, total_bytes = 0, budget_bytes = 0;
+    uint32_t layer_begin = 0;  // the range configured, [layer_begin, layer_end): begin <= end,
+    uint32_t layer_end = 0;    // end - begin <= kMaxStageLayers
+    std::vector<uint32_t> recurrent_layers{};  // ascending, each in [layer_begin, layer_end)
     bool operator==(const StageReady&) const = default;
 };
 

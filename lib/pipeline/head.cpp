@@ -14,6 +14,7 @@
 #include "model/hparams.hpp"
 #include "pipeline/head_link.hpp"
 #include "pipeline/head_report.hpp"
+#include "pipeline/recurrent_layers.hpp"
 #include "pipeline/wire_tensor.hpp"
 #include "transport/handshake.hpp"
 #include "transport/send.hpp"
@@ -270,6 +271,22 @@ struct Head::Impl {
         co_return queried;
     }
 
+    // A configured worker's reading of its layers must be the head's: the range asked for, and
+    // the same recurrent (KDA) layers, or the two sides would keep different state for a layer.
+    Outcome check_ready(const Link& link) const {
+        const transport::StageReady& r = link.ready;
+        const auto begin = uint32_t(link.layers.first), end = uint32_t(link.layers.second);
+        if (r.layer_begin != begin || r.layer_end != end)
+            return Error(Status::refused, link.name() + ": the worker configured layers " +
+                                              std::to_string(r.layer_begin) + ":" + std::to_string(r.layer_end) +
+                                              ", not the range asked for");
+        const std::string diff = recurrent_layers_difference(recurrent_layers(hp, begin, end), r.recurrent_layers);
+        if (!diff.empty())
+            return Error(Status::refused, link.name() + ": the worker reads the model's layers differently from the "
+                                                        "head: " + diff);
+        return std::nullopt;
+    }
+
     Task<Outcome> configure_link(std::shared_ptr<Link> link, bool last) {
         transport::StageConfigure c;
         c.layer_begin = uint32_t(link->layers.first);
@@ -278,6 +295,7 @@ struct Head::Impl {
         c.context_length = uint32_t(ctx_length());
         c.n_batch = uint32_t(options.n_batch);
         Outcome configured = co_await request_setup(*link, Message(c), link->ready, "configure");
+        if (!configured) configured = check_ready(*link);
         if (configured || !last) co_return configured;
         transport::Done done;
         Outcome sampled = co_await request_setup(*link, Message(to_wire(sampling)), done, "set sampling");

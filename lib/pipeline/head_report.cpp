@@ -6,6 +6,7 @@
 #include "exec/kv_cache.hpp"
 #include "model/hparams.hpp"
 #include "pipeline/head.hpp"
+#include "pipeline/recurrent_layers.hpp"
 
 namespace strata::pipeline::detail {
 namespace {
@@ -31,12 +32,9 @@ json latency(const LatencyStats& s) {
             {"max_us", s.max_us}};
 }
 
-// The recurrent (KDA) layers of [first, last): no KV cache, a fixed state each.
-json recurrent_layers(const model::Hparams& hp, int64_t first, int64_t last) {
-    json out = json::array();
-    for (int64_t il = first; il < last; ++il)
-        if (hp.is_recurrent_layer(il)) out.push_back(il);
-    return out;
+// The recurrent (KDA) layers of [first, last) in the head's reading: no KV cache, a fixed state each.
+json recurrent_layers(const model::Hparams& hp, int first, int last) {
+    return pipeline::recurrent_layers(hp, uint32_t(first), uint32_t(last));
 }
 
 }  // namespace
@@ -74,6 +72,8 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
               {{"available_memory_bytes", info.available_memory},
                {"fixed_layers", {info.fixed_layer_begin, info.fixed_layer_end}},
                {"n_layers", info.n_layers},
+               // the worker's own reading (stage_ready), checked equal to recurrent_layers above
+               {"recurrent_layers", r.recurrent_layers},
                {"threads", info.n_threads},
                {"backend", info.backend},
                {"host", info.host}}},

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "exec/context.hpp"
+#include "pipeline/recurrent_layers.hpp"
 #include "pipeline/wire_tensor.hpp"
 #include "sample/sequence_sampler.hpp"
 #include "util/error.hpp"
@@ -83,7 +84,11 @@ Stage::~Stage() = default;
 
 transport::StageReady Stage::ready() const {
     const auto& p = ctx_->plan();
-    return {p.weight_bytes, p.kv_bytes, p.scratch_bytes, p.total_bytes, p.budget_bytes};
+    transport::StageReady r{p.weight_bytes, p.kv_bytes, p.scratch_bytes, p.total_bytes, p.budget_bytes};
+    r.layer_begin = uint32_t(ctx_->first_layer());
+    r.layer_end = uint32_t(ctx_->last_layer());
+    r.recurrent_layers = recurrent_layers(ctx_->hparams(), r.layer_begin, r.layer_end);
+    return r;
 }
 
 uint64_t Stage::kv_bytes_per_token() const { return ctx_->plan().kv_bytes_per_position; }

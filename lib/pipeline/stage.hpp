@@ -36,7 +36,7 @@ public:
     Stage(const Stage&) = delete;
     Stage& operator=(const Stage&) = delete;
 
-    transport::StageReady ready() const;  // the memory plan
+    transport::StageReady ready() const;  // the memory plan, the range and its recurrent layers
     uint64_t kv_bytes_per_token() const;  // of the plan's KV cache, all the stage's layers (not on the wire)
     bool is_first() const;
     bool is_last() const;

@@ -80,9 +80,12 @@ std::string size_text(uint64_t bytes) {
 const char* kv_name(uint32_t code) { return code == 0 ? "f16" : code == 1 ? "q8_0" : "unknown"; }
 
 std::string plan_text(const transport::StageReady& r, uint64_t kv_per_token) {
-    return "weights " + size_text(r.weight_bytes) + ", KV cache " + size_text(r.kv_bytes) + " (" +
-           std::to_string(kv_per_token) + " B/token), scratch " + size_text(r.scratch_bytes) + ", total " +
-           size_text(r.total_bytes) + " of a " + size_text(r.budget_bytes) + " budget";
+    std::string text = "weights " + size_text(r.weight_bytes) + ", KV cache " + size_text(r.kv_bytes) + " (" +
+                       std::to_string(kv_per_token) + " B/token), scratch " + size_text(r.scratch_bytes) +
+                       ", total " + size_text(r.total_bytes) + " of a " + size_text(r.budget_bytes) + " budget";
+    for (size_t i = 0; i < r.recurrent_layers.size(); ++i)
+        text += (i ? ", " : "; recurrent (KDA) layers ") + std::to_string(r.recurrent_layers[i]);
+    return text;
 }
 
 // What one received message leads to: an answer to send (or none), and whether the

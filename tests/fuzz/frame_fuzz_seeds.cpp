@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
         StageQuery{},
         StageInfo{1ull << 36, 0, 0, 61, 16, "cpu", "node-1"},
         StageConfigure{0, 20, 1, 8192, 512},
-        StageReady{1000, 200, 30, 1230, 4000},
+        StageReady{1000, 200, 30, 1230, 4000, 4, 15, {4, 5, 7, 13}},
         Forward{12, ForwardOutput::sample, 3, {7, 8}, Tensor{DType::bf16, {2, 4}, std::vector<uint8_t>(16, 0x3F)}},
         Sampled{9, {{9, -0.25f}, {4, -2.5f}}},
         SetSampling{0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1234},

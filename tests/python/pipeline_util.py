@@ -282,7 +282,10 @@ def crc32c(data: bytes) -> int:
     return c ^ 0xFFFFFFFF
 
 
-def frame_header(msg_type: int, length: int, crc: int, magic: bytes = b"STRF", version: int = 1,
+PROTOCOL_VERSION = 2  # transport/PROTOCOL.md (kProtocolVersion)
+
+
+def frame_header(msg_type: int, length: int, crc: int, magic: bytes = b"STRF", version: int = PROTOCOL_VERSION,
                  flags: int = 0) -> bytes:
     return magic + struct.pack("<HHIQI", version, msg_type, flags, length, crc)
 
@@ -292,8 +295,8 @@ def frame(msg_type: int, payload: bytes) -> bytes:
 
 
 def hello_payload(model_id: bytes = bytes(32), layer_begin: int = 0, layer_end: int = 1) -> bytes:
-    """An 84-byte hello (protocol 1, the given identity and range, f16 KV, context 256)."""
-    return struct.pack("<HH", 1, 0) + model_id + struct.pack("<IIII", layer_begin, layer_end, 0, 256) + os.urandom(32)
+    """An 84-byte hello (this protocol version, the given identity and range, f16 KV, context 256)."""
+    return struct.pack("<HH", PROTOCOL_VERSION, 0) + model_id + struct.pack("<IIII", layer_begin, layer_end, 0, 256) + os.urandom(32)
 
 
 # --- network namespaces ---------------------------------------------------------------------------

@@ -23,6 +23,9 @@ The plan JSON gives per stage its KDA layers ("recurrent_layers") and their fixe
 of q, k, v and the per-head state, f32), and the latent cache of its MLA layers (kv_bytes);
 total_bytes = weights + KV + state + scratch on every stage (a worker's total comes from its own
 plan, its state figure from the head's reading of the model, so the identity checks both agree).
+Each worker's own reading of its recurrent layers travels in its stage_ready (protocol version 2:
+a bitmap of the configured range), which the head checks against its reading and the plan JSON
+lists per worker ("reported"."recurrent_layers").
 
 A kimi-k3 model with attention residuals (attn_res.block_size > 0) pipelines too: the
 checkpoints banked before a stage travel with the stream (each hop carries n_embd x (1 + the
@@ -56,7 +59,7 @@ from _pipeline_cases import check_latent_cache, check_three_stages, latent_bytes
 from _pipeline_cases import f16_wire_judged, f16_wire_rows
 from _synth import compare
 from _synth_kimi import write_kimi_model
-from pipeline_util import LOGITS_ATOL, WorkerPool, crc32c, frame, greedy_trace, max_abs_diff
+from pipeline_util import LOGITS_ATOL, PROTOCOL_VERSION, WorkerPool, crc32c, frame, greedy_trace, max_abs_diff
 
 SETTINGS = PipelineSettings(n_ctx=128)  # heartbeat 200 ms, peer timeout 3000 ms
 N_CTX, N_PROMPT = SETTINGS.n_ctx, 40
@@ -105,6 +108,8 @@ def _check_plan(p: strata.Pipeline, m: strata.Model, layers, kv_type: str) -> li
         kda = [i for i in range(a, b) if i in KDA_LAYERS]
         n_mla = (b - a) - len(kda)
         assert st.get("recurrent_layers") == kda, f"{what}: recurrent_layers {st.get('recurrent_layers')}, want {kda}"
+        if st.get("role") == "worker":  # what the worker's stage_ready said, checked by the head
+            assert st["reported"]["recurrent_layers"] == kda, f"{what}: reported {st['reported']}, want {kda}"
         assert int(mem["state_bytes"]) == len(kda) * STATE_BYTES_PER_KDA_LAYER, \
             f"{what}: state_bytes {mem['state_bytes']}, expected {len(kda)} KDA layers x {STATE_BYTES_PER_KDA_LAYER} B"
         check_latent_cache(mem, what, n_mla, "MLA layers", row, N_CTX)
@@ -244,7 +249,7 @@ def _mac(role: int, nonce: bytes) -> bytes:
 def _configure_raw(address: tuple[str, int], identity: str, begin: int, end: int) -> tuple[int, bytes]:
     with socket.create_connection(address, timeout=30) as c:
         nonce = os.urandom(32)
-        hello = struct.pack("<HH", 1, 0) + bytes.fromhex(identity) + struct.pack("<IIII", begin, end, 0, N_CTX) + nonce
+        hello = struct.pack("<HH", PROTOCOL_VERSION, 0) + bytes.fromhex(identity) + struct.pack("<IIII", begin, end, 0, N_CTX) + nonce
         c.sendall(frame(_T_HELLO, hello))
         typ, ack = _recv_frame(c)
         assert typ == _T_HELLO_ACK, (typ, ack)
@@ -258,16 +263,27 @@ def _configure_raw(address: tuple[str, int], identity: str, begin: int, end: int
         return _recv_frame(c)
 
 
+def _stage_ready_layers(payload: bytes) -> tuple[int, int, list[int]]:
+    """stage_ready (PROTOCOL.md, version 2): the configured range and its recurrent layers."""
+    begin, end = struct.unpack_from("<II", payload, 40)
+    bitmap = payload[48:]
+    assert len(bitmap) == (end - begin + 7) // 8, (begin, end, len(payload))
+    return begin, end, [begin + i for i in range(end - begin) if bitmap[i // 8] >> (i % 8) & 1]
+
+
 def test_a_worker_configures_a_partial_range_of_a_model_with_attention_residuals(models, workers):
     """stage_configure over the raw protocol for layers 2:4 and 4:6 of a model with attention
-    residuals is answered with stage_ready (40 bytes), as for a kimi-k3 model without them."""
+    residuals is answered with stage_ready, as for a kimi-k3 model without them; stage_ready
+    echoes the range and marks its KDA layers in its recurrent-layer bitmap (48 + 1 bytes)."""
     for name in ("kimi-k3-attn-res", "kimi-k3-f32"):
         w = workers[name][0]
         with strata.Model(models[name][0]) as m:
             identity = m.identity()
         for begin, end in ((2, 4), (4, 6)):
             typ, payload = _configure_raw((w.host, w.port), identity, begin, end)
-            assert typ == _T_STAGE_READY and len(payload) == 40, (name, begin, end, typ, payload[:120])
+            assert typ == _T_STAGE_READY and len(payload) == 49, (name, begin, end, typ, payload[:120])
+            kda = [i for i in range(begin, end) if i in KDA_LAYERS]
+            assert _stage_ready_layers(payload) == (begin, end, kda), (name, begin, end, payload[40:])
         assert w.alive()
 
 

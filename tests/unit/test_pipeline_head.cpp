@@ -10,11 +10,14 @@
 #include <random>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "exec/local_sequence.hpp"
 #include "gguf/model_file.hpp"
 #include "pipeline/head.hpp"
 #include "pipeline/worker.hpp"
 #include "test_exec_synth.hpp"
+#include "test_kimi_synth.hpp"
 #include "util/error.hpp"
 #include "test_support.hpp"
 
@@ -267,6 +270,39 @@ TEST_CASE("pipeline head: refusals leave the sequence usable; a stopped worker f
     CHECK(head.n_past() == 0);
     const int32_t again = head.decode_and_sample(prompt, 0, nullptr);
     CHECK(again == first);
+}
+
+TEST_CASE("pipeline head: a worker whose recurrent (KDA) layers differ from the head's reading is refused by layer") {
+    // The same identity on both sides (the tests' workers take kIdentityHex), different files: a
+    // kimi-linear (KDA layers 0 and 1, MLA layer 2) against a llama of three layers, each way.
+    int64_t n_vocab = 0;
+    const std::shared_ptr<const strata::gguf::ModelFile> kimi = strata::test::tiny_kimi(7);
+    const auto llama = synth_llama(3, 64, strata::test::test_seed(), &n_vocab);
+    struct Case {
+        std::shared_ptr<const strata::gguf::ModelFile> head, worker;
+        const char* want;
+    };
+    for (const Case& c : {Case{kimi, llama, "layer 1 recurrent (KDA) for the head only"},
+                          Case{llama, kimi, "layer 1 recurrent (KDA) for the worker only"}}) {
+        CAPTURE(c.want);
+        RunningWorker w(c.worker);
+        try {
+            Head head(c.head, identity(), head_options({w.port()}, {{0, 1}, {1, 3}}, 4), greedy());
+            FAIL("a worker with other recurrent layers was accepted");
+        } catch (const strata::Error& e) {
+            CHECK(e.status() == strata::Status::refused);
+            const std::string what = e.what();
+            CHECK(what.find("stage 1") != std::string::npos);
+            CHECK(what.find(c.want) != std::string::npos);
+        }
+    }
+    // The same model on both sides goes through, and the plan lists what the worker reported.
+    RunningWorker w(kimi);
+    Head head(kimi, identity(), head_options({w.port()}, {{0, 1}, {1, 3}}, 4), greedy());
+    const auto plan = nlohmann::json::parse(head.plan_json());
+    CHECK(plan["stages"][0]["recurrent_layers"] == nlohmann::json::array({0}));
+    CHECK(plan["stages"][1]["recurrent_layers"] == nlohmann::json::array({1}));
+    CHECK(plan["stages"][1]["reported"]["recurrent_layers"] == nlohmann::json::array({1}));
 }
 
 #endif  // STRATA_TRANSPORT_HAS_TCP

@@ -12,11 +12,14 @@
 #include <random>
 
 #include "exec/context.hpp"
+#include "model/hparams.hpp"
+#include "pipeline/recurrent_layers.hpp"
 #include "pipeline/stage.hpp"
 #include "pipeline/wire_tensor.hpp"
 #include "quant/half.hpp"
 #include "sample/sequence_sampler.hpp"
 #include "test_exec_synth.hpp"
+#include "test_kimi_synth.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 
@@ -176,6 +179,40 @@ TEST_CASE("ready() reports the stage's memory plan") {
     CHECK(r.budget_bytes == kBudget);
     CHECK(middle.n_embd() == 256);
     CHECK_FALSE(middle.is_last());
+    CHECK(r.layer_begin == 1);
+    CHECK(r.layer_end == 3);
+    CHECK(r.recurrent_layers.empty());  // a llama keeps a KV cache in every layer
+}
+
+TEST_CASE("ready() names the recurrent (KDA) layers of a kimi-linear stage, in the model's reading") {
+    auto f = test::tiny_kimi(7);  // KDA layers 0 and 1, MLA layer 2
+    struct Case {
+        uint32_t begin, end;
+        std::vector<uint32_t> want;
+    };
+    for (const Case& c : {Case{1, 3, {1}}, Case{2, 3, {}}, Case{1, 2, {1}}}) {
+        const uint32_t begin = c.begin, end = c.end;
+        const std::vector<uint32_t>& want = c.want;
+        CAPTURE(begin);
+        CAPTURE(end);
+        pipeline::Stage stage(*f, configure(begin, end), stage_options());
+        const auto r = stage.ready();
+        CHECK(r.layer_begin == begin);
+        CHECK(r.layer_end == end);
+        CHECK(r.recurrent_layers == want);
+        CHECK(r.recurrent_layers == pipeline::recurrent_layers(model::read_hparams(*f), begin, end));
+    }
+}
+
+TEST_CASE("recurrent_layers_difference names each layer that differs and the side it is recurrent on") {
+    using pipeline::recurrent_layers_difference;
+    const std::vector<uint32_t> none, a{1, 3, 4}, b{1, 4, 6, 7};
+    CHECK(recurrent_layers_difference(a, a).empty());
+    CHECK(recurrent_layers_difference(none, none).empty());
+    CHECK(recurrent_layers_difference(a, b) ==
+          "layer 3 recurrent (KDA) for the head only; layers 6, 7 recurrent (KDA) for the worker only");
+    CHECK(recurrent_layers_difference(none, b) == "layers 1, 4, 6, 7 recurrent (KDA) for the worker only");
+    CHECK(recurrent_layers_difference(a, none) == "layers 1, 3, 4 recurrent (KDA) for the head only");
 }
 
 TEST_CASE("a position before n_past truncates first; a position past it is refused as out of order") {

@@ -64,7 +64,7 @@ TEST_CASE("transport: an encoded frame has the 24-byte little-endian header docu
     auto wire = encode_frame(MessageType::token, payload);
     REQUIRE(wire.size() == kHeaderSize + 3);
     CHECK(std::string(wire.begin(), wire.begin() + 4) == "STRF");
-    CHECK(wire[4] == 1);  // version, low byte first
+    CHECK(wire[4] == 2);  // version (kProtocolVersion), low byte first
     CHECK(wire[5] == 0);
     CHECK(wire[6] == uint8_t(MessageType::token));
     CHECK(wire[7] == 0);
@@ -152,7 +152,10 @@ TEST_CASE("transport: each corruption of a frame yields its own specific error")
         expect_error(wire, Errc::bad_magic);
     }
     SUBCASE("unsupported version") {
-        put_le(wire, 4, 2, 2);
+        static_assert(kProtocolVersion == 2);
+        put_le(wire, 4, 1, 2);  // the version before: its stage_ready layout differs
+        expect_error(wire, Errc::unsupported_version);
+        put_le(wire, 4, 3, 2);
         expect_error(wire, Errc::unsupported_version);
     }
     SUBCASE("undefined flags") {

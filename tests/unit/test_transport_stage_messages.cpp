@@ -56,6 +56,17 @@ Sampled random_sampled(std::mt19937_64& rng) {
     return s;
 }
 
+// A random memory plan and range (empty, ragged or whole bytes of bitmap), some layers recurrent.
+StageReady random_ready(std::mt19937_64& rng) {
+    StageReady r{rng(), rng(), rng(), rng(), rng()};
+    r.layer_begin = uint32_t(rng() % 200);
+    r.layer_end = r.layer_begin + uint32_t(rng() % 70);
+    const uint64_t density = rng() % 4;  // none, a quarter, half, three quarters
+    for (uint32_t l = r.layer_begin; l < r.layer_end; ++l)
+        if (rng() % 4 < density) r.recurrent_layers.push_back(l);
+    return r;
+}
+
 // One of each stage message with random fields.
 std::vector<Message> random_stage_messages(std::mt19937_64& rng) {
     StageInfo info;
@@ -72,7 +83,7 @@ std::vector<Message> random_stage_messages(std::mt19937_64& rng) {
     c.kv_type = uint32_t(rng());
     c.context_length = 1 + uint32_t(rng() % 1000000);
     c.n_batch = 1 + uint32_t(rng() % 4096);
-    StageReady ready{rng(), rng(), rng(), rng(), rng()};
+    StageReady ready = random_ready(rng);
     SetSampling ss{random_float(rng), random_float(rng), random_float(rng), random_float(rng),
                    int32_t(rng()),    int32_t(rng()),    rng()};
     return {StageQuery{}, info, c, ready, random_forward(rng), random_sampled(rng), ss,
@@ -148,7 +159,20 @@ TEST_CASE("transport: stage message layouts are little-endian, byte for byte as 
 
     CHECK(payload_of(SetSampling{}).size() == 32);
     CHECK(payload_of(SampleRequest{3}) == std::vector<uint8_t>{3, 0, 0, 0});
-    CHECK(payload_of(StageReady{}).size() == 40);
+    CHECK(payload_of(StageReady{}).size() == 48);
+    StageReady ready{1, 2, 3, 4, 5};
+    ready.layer_begin = 0x0102;
+    ready.layer_end = 0x0102 + 11;
+    ready.recurrent_layers = {0x0102, 0x0104, 0x0102 + 8, 0x0102 + 10};
+    const auto rp = payload_of(ready);
+    REQUIRE(rp.size() == 48 + 2);
+    CHECK(rp[0] == 1);
+    CHECK(rp[32] == 5);
+    CHECK(rp[40] == 2);
+    CHECK(rp[41] == 1);
+    CHECK(rp[44] == 2 + 11);
+    CHECK(rp[48] == 0b00000101);  // layers begin + 0 and + 2, least significant bit first
+    CHECK(rp[49] == 0b00000101);  // + 8 and + 10; bits past the range stay 0
     CHECK(payload_of(StageQuery{}).empty());
     CHECK(payload_of(Done{}).empty());
 }
@@ -159,6 +183,8 @@ TEST_CASE("transport: empty stage messages and fixed layouts of the wrong size a
     CHECK(decode_error(MessageType::stage_configure, std::vector<uint8_t>(19)) == Errc::malformed_payload);
     CHECK(decode_error(MessageType::stage_configure, std::vector<uint8_t>(21)) == Errc::malformed_payload);
     CHECK(decode_error(MessageType::stage_ready, std::vector<uint8_t>(39)) == Errc::malformed_payload);
+    CHECK(decode_error(MessageType::stage_ready, std::vector<uint8_t>(47)) == Errc::malformed_payload);
+    CHECK(decode_error(MessageType::stage_ready, std::vector<uint8_t>(49)) == Errc::malformed_payload);
     CHECK(decode_error(MessageType::set_sampling, std::vector<uint8_t>(33)) == Errc::malformed_payload);
     CHECK(decode_error(MessageType::sample, std::vector<uint8_t>(3)) == Errc::malformed_payload);
     CHECK(decode_error(MessageType::stage_info, std::vector<uint8_t>(27)) == Errc::malformed_payload);
@@ -182,6 +208,69 @@ TEST_CASE("transport: stage_configure needs a non-empty range, a context and a b
     SUBCASE("reversed range") { refused({5, 4, 0, 128, 16}); }
     SUBCASE("no context") { refused({0, 4, 0, 0, 16}); }
     SUBCASE("no batch") { refused({0, 4, 0, 128, 0}); }
+}
+
+TEST_CASE("transport: stage_ready's recurrent layers lie in its bounded range, ascending, on both sides") {
+    StageReady good{1, 2, 3, 4, 5};
+    good.layer_begin = 3;
+    good.layer_end = 12;  // 9 layers: 2 bitmap bytes, 7 spare bits
+    good.recurrent_layers = {3, 5, 11};
+    const auto p = payload_of(good);
+    REQUIRE(p.size() == 48 + 2);
+    CHECK(std::get<StageReady>(round_trip(good)) == good);
+    auto refused = [](StageReady bad) { CHECK_FALSE(to_frame(bad).ok()); };
+    SUBCASE("a layer outside the range, repeated or out of order") {
+        for (std::vector<uint32_t> layers : {std::vector<uint32_t>{2}, {12}, {5, 5}, {7, 4}}) {
+            StageReady bad = good;
+            bad.recurrent_layers = layers;
+            refused(bad);
+        }
+    }
+    SUBCASE("a reversed or too wide range") {
+        StageReady bad = good;
+        bad.layer_begin = 13;
+        bad.recurrent_layers.clear();
+        refused(bad);
+        auto q = p;
+        put_u32(q, 40, 13);  // begin past end
+        CHECK(decode_error(MessageType::stage_ready, q) == Errc::malformed_payload);
+        bad.layer_begin = 0;
+        bad.layer_end = kMaxStageLayers + 1;
+        refused(bad);
+        q = p;
+        put_u32(q, 40, 0);
+        put_u32(q, 44, 0xFFFFFFFFu);  // a bitmap of 512 MiB is refused before any is read
+        CHECK(decode_error(MessageType::stage_ready, q) == Errc::malformed_payload);
+        bad.layer_end = kMaxStageLayers;  // the widest range: its 8 KiB bitmap goes through
+        bad.recurrent_layers = {0, kMaxStageLayers - 1};
+        CHECK(std::get<StageReady>(round_trip(bad)) == bad);
+    }
+    SUBCASE("a bitmap short, long, or with bits past the range") {
+        auto q = p;
+        q.pop_back();
+        CHECK(decode_error(MessageType::stage_ready, q) == Errc::malformed_payload);
+        q = p;
+        q.push_back(0);
+        CHECK(decode_error(MessageType::stage_ready, q) == Errc::malformed_payload);
+        for (int bit = 1; bit < 8; ++bit) {  // layer 12 and past: outside [3, 12)
+            q = p;
+            q[49] = uint8_t(q[49] | (1u << bit));
+            CHECK(decode_error(MessageType::stage_ready, q) == Errc::malformed_payload);
+        }
+        q = p;
+        put_u32(q, 44, 3 + 16);  // the range now needs both bytes and no more: decodes
+        auto m = from_frame(Frame{MessageType::stage_ready, q});
+        REQUIRE(m.ok());
+        CHECK(std::get<StageReady>(m.value()).recurrent_layers == good.recurrent_layers);
+    }
+    SUBCASE("an empty range carries no bitmap") {
+        StageReady empty{1, 2, 3, 4, 5};
+        empty.layer_begin = empty.layer_end = 7;
+        CHECK(payload_of(empty).size() == 48);
+        CHECK(std::get<StageReady>(round_trip(empty)) == empty);
+        empty.recurrent_layers = {7};
+        refused(empty);
+    }
 }
 
 TEST_CASE("transport: stage_info strings must be UTF-8 of at most 256 bytes and its fixed range ordered") {
