@@ -4,7 +4,8 @@
 #   1. nvidia-smi: the GPU, driver, memory, clocks;
 #   2. every strata_cuda_*_tests program (pass / fail / skip (77) / timeout), logs kept;
 #   3. compute-sanitizer --tool memcheck on small cases (STRATA_CUDA_TEST_SMALL=1) of the gemv,
-#      ops and bandwidth tests (skipped when compute-sanitizer is not found);
+#      ops, bandwidth and kda_chunk tests, and racecheck on kda_chunk's (skipped when
+#      compute-sanitizer is not found);
 #   4. a small synthetic llama model (strata-mkmodel, iq1_s) decoded on the GPU:
 #      strata-bench decode --device cuda (tok/s, bytes per token, % of the streaming-read bound);
 #   5. strata-bench kernels --quick (kernel figures against ceilings measured in the same run);
@@ -93,7 +94,7 @@ if [ -z "$SANITIZER" ]; then
   echo "compute-sanitizer not found: memcheck skipped"
   record "memcheck" skip 0 "compute-sanitizer not found"
 else
-  for short in gemv ops bandwidth; do
+  for short in gemv ops bandwidth kda_chunk; do
     t="$HERE/strata_cuda_${short}_tests"
     [ -x "$t" ] || continue
     STRATA_CUDA_TEST_SMALL=1 run_logged "${STRATA_MEMCHECK_TIMEOUT_S:-75}" "$RESULTS/tests/memcheck_$short.log" \
@@ -104,6 +105,18 @@ else
     [ "$v" = fail ] && grep -E "Invalid|ERROR|FAIL" "$RESULTS/tests/memcheck_$short.log" | head -15 | sed 's/^/    /'
     record "memcheck $short (small)" "$v" "$SECS" "$errs"
   done
+  # The chunked KDA kernel shares its state and chunk tiles through shared memory between phases:
+  # racecheck looks for a missing barrier.
+  t="$HERE/strata_cuda_kda_chunk_tests"
+  if [ -x "$t" ]; then
+    STRATA_CUDA_TEST_SMALL=1 run_logged "${STRATA_MEMCHECK_TIMEOUT_S:-75}" "$RESULTS/tests/racecheck_kda_chunk.log" \
+      "$SANITIZER" --tool racecheck --error-exitcode 99 "$t"
+    v=$(verdict "$RC")
+    errs=$(grep -Eo "ERROR SUMMARY: [0-9]+ error" "$RESULTS/tests/racecheck_kda_chunk.log" | tail -1)
+    printf '%-14s %-8s %4ss  %s\n' "kda_chunk race" "$v" "$SECS" "$errs"
+    [ "$v" = fail ] && grep -E "Race|ERROR|FAIL" "$RESULTS/tests/racecheck_kda_chunk.log" | head -15 | sed 's/^/    /'
+    record "racecheck kda_chunk (small)" "$v" "$SECS" "$errs"
+  fi
 fi
 
 section "decode on the GPU (synthetic llama, iq1_s)"
