@@ -1,6 +1,8 @@
 // What the attention kernels share (internal to cuda/attention*.cu): the shape check, the decode
 // split's sizing and reading one value of a cached K or V head exactly as exec::KvCache::load
 // gives it (f16: the exact widening; q8_0: the block's f16 scale times the int8, one rounding).
+//
+// UNTESTED ON A GPU until cuda/tests/test_attention.cu has run on one.
 #pragma once
 
 #include <cstdint>

@@ -120,11 +120,13 @@ void host_attention(const Caches& c, const std::vector<float>& q, int n_tokens, 
         }
 }
 
-// Worst |got - want| / mass; NaN anywhere is infinite.
+// Worst |got - want| / mass; NaN anywhere is infinite. A mass of 0 (every visible value 0, as a
+// q8_0 value that rounds to 0 is when only one key is visible) allows no error at all.
 double worst_ratio(const std::vector<float>& got, const std::vector<float>& want, const std::vector<double>& mass) {
     double worst = 0.0;
     for (size_t i = 0; i < got.size(); ++i) {
-        const double r = std::fabs(double(got[i]) - double(want[i])) / mass[i];
+        const double err = std::fabs(double(got[i]) - double(want[i]));
+        const double r = err == 0.0 ? 0.0 : err / mass[i];
         if (!(r <= 1e300)) return INFINITY;
         worst = std::max(worst, r);
     }
