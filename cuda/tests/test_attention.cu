@@ -7,7 +7,7 @@
 // Outputs are poisoned with NaN. Cases: decode (n_tokens 1, also through a CUDA graph captured
 // once and replayed at two positions) and prefill (n_tokens 1, 5, 64, 100) at n_past 0, 37, 1000
 // (decode also 128: a chunk holding a single key), head_dim 64 and 128, n_head 8 with n_head_kv
-// 8, 2, 1, f16 and q8_0 caches.
+// 8, 2, 1, f16 and q8_0 caches (STRATA_CUDA_TEST_SMALL=1: a subset with the same edges).
 //
 // Tolerance: |gpu - host| <= 1e-4 * sum_p a_p |v_p[d]| per output value (the L1 mass of the
 // weighted sum it comes from, so outputs that cancel to near zero are judged fairly). Both sides
@@ -238,13 +238,20 @@ void test_refusals() {
 int main() {
     if (const int rc = cuda_test::start("cuda attention")) return rc;
     test_refusals();
+    // STRATA_CUDA_TEST_SMALL (compute-sanitizer runs): one GQA ratio, fewer lengths, the same edges
+    // (a lone key, a chunk holding one key, a partial query tile, empty chunks past the end).
+    const bool small = cuda_test::small_sizes();
+    const std::vector<int> kv_heads = small ? std::vector<int>{2} : std::vector<int>{8, 2, 1};
+    const std::vector<int64_t> decode_past = small ? std::vector<int64_t>{0, 128} : std::vector<int64_t>{0, 37, 128, 1000};
+    const std::vector<int64_t> prefill_past = small ? std::vector<int64_t>{37} : std::vector<int64_t>{0, 37, 1000};
+    const std::vector<int> prefill_tokens = small ? std::vector<int>{5, 20} : std::vector<int>{1, 5, 64, 100};
     for (const int head_dim : {64, 128})
-        for (const int n_head_kv : {8, 2, 1})
+        for (const int n_head_kv : kv_heads)
             for (const int q8 : {0, 1}) {
                 const Config c{head_dim, n_head_kv, q8};
-                for (const int64_t n_past : {0, 37, 128, 1000}) run_case(c, Path::decode, 1, n_past);
-                for (const int n_tokens : {1, 5, 64, 100})
-                    for (const int64_t n_past : {0, 37, 1000}) run_case(c, Path::prefill, n_tokens, n_past);
+                for (const int64_t n_past : decode_past) run_case(c, Path::decode, 1, n_past);
+                for (const int n_tokens : prefill_tokens)
+                    for (const int64_t n_past : prefill_past) run_case(c, Path::prefill, n_tokens, n_past);
                 run_case(c, Path::dispatch, 1, 37);
                 run_case(c, Path::dispatch, 5, 37);
                 test_graph_replay(c);
