@@ -369,6 +369,10 @@ void Suite::prefill_rows(Shape s, std::span<const int> tokens) {
             check(dequantize_rows_f16(w.at(0), 0, s.rows, w16.get<__half>(), stream_), "dequantize_rows_f16");
         }
         for (int t : tokens) {
+            bool any_t = false;
+            for (const char* p : {"cublas_f16", "mma", "dequant+cublas", "DeviceMatmul"})
+                any_t = any_t || wanted(name_of(p, t));
+            if (!any_t) continue;
             const double flops = 2.0 * double(s.rows) * double(s.cols) * double(t);
             double ceiling = 0;
             auto common = [&](json& row, const char* path) {
