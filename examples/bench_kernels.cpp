@@ -1,4 +1,5 @@
 // strata-bench kernels [-o REPORT.json] [--samples N] [--sample-ms MS] [--quick] [--filter TEXT]
+//                      [--save-raw RAW.json | --from-raw RAW.json]
 //
 // The CUDA backend's kernels timed on model shapes (strata_cuda_kernel_bench_json), each figure
 // beside a ceiling measured in the same run: IQ1_S decode GEMV (GB/s of weight bytes against the
@@ -26,7 +27,9 @@ const char* kUsage =
     "device copy, cuBLAS f16 GEMM on the same shape). --samples: timed samples per row, the median\n"
     "reported (default 7); --sample-ms: launches per sample run for about this long (default 20);\n"
     "--quick: the short set for device checks; --filter: only rows whose name contains TEXT.\n"
-    "Prints a table; -o also writes REPORT.json and REPORT.md. Exit status 1 without a usable GPU.\n";
+    "Prints a table; -o also writes REPORT.json and REPORT.md. --save-raw keeps the library's JSON\n"
+    "(strata_cuda_kernel_bench_json); --from-raw prints and reports a saved one without running anything.\n"
+    "Exit status: 0, 1 without a usable GPU or on an error, 2 bad arguments, 3 when some rows failed.\n";
 
 struct Options {
     std::string out;
@@ -34,6 +37,7 @@ struct Options {
     double sample_ms = 20;
     bool quick = false;
     std::string filter;
+    std::string save_raw, from_raw;
 };
 
 Options parse_args(int argc, char** argv) {
@@ -46,9 +50,12 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--sample-ms") o.sample_ms = cli::number(a, value(), 0.01, 10000);
         else if (a == "--quick") o.quick = true;
         else if (a == "--filter") o.filter = value();
+        else if (a == "--save-raw") o.save_raw = value();
+        else if (a == "--from-raw") o.from_raw = value();
         else if (a == "-h" || a == "--help") cli::help(kUsage);
         else throw cli::usage_error("unknown argument " + a);
     }
+    if (!o.save_raw.empty() && !o.from_raw.empty()) throw cli::usage_error("--save-raw and --from-raw exclude each other");
     return o;
 }
 
@@ -79,9 +86,13 @@ json table(const json& doc) {
 
 void print_table(const json& doc, const json& t) {
     const json& d = doc["device"];
-    std::printf("device: %s (cc %s), CUDA runtime %s, driver %s, cuBLAS %s\n", d.value("name", "?").c_str(),
-                d.value("compute_capability", "?").c_str(), d["cuda_runtime_version"].dump().c_str(),
-                d["cuda_driver_version"].dump().c_str(), d["cublas_version"].dump().c_str());
+    auto text = [&](const char* key) {
+        const json v = d.value(key, json(nullptr));
+        return v.is_string() ? v.get<std::string>() : v.is_null() ? std::string("unknown") : v.dump();
+    };
+    std::printf("device: %s (cc %s), CUDA runtime %s, driver %s, cuBLAS %s\n", text("name").c_str(),
+                text("compute_capability").c_str(), text("cuda_runtime_version").c_str(),
+                text("cuda_driver_version").c_str(), text("cublas_version").c_str());
     for (const auto& [name, c] : doc["ceilings"].items()) {
         const json& rate = c.contains("gb_per_s") ? c["gb_per_s"] : c["traffic_gb_per_s"];
         std::printf("ceiling %-12s %10s GB/s%s\n", name.c_str(), num(rate, 1).c_str(),
@@ -118,8 +129,9 @@ json sections(const json& doc, const json& t) {
     json benchmarks = json::array();
     json summary = {{"name", "kernel table"}, {"kind", "kernel_table"}, {"table", t}};
     benchmarks.push_back(summary);
-    json device = {{"name", "device"}, {"kind", "kernel_device"}};
-    device.update(d);
+    json device = {{"name", "device"}, {"kind", "kernel_device"}, {"device_name", d.value("name", json(nullptr))}};
+    for (const auto& [k, v] : d.items())
+        if (k != "name") device[k] = v;
     benchmarks.push_back(device);
     json method = {{"name", "method"}, {"kind", "kernel_method"}};
     method.update(doc["method"]);
@@ -159,7 +171,8 @@ int bench_kernels_main(int argc, char** argv) {
     p.log = log_line;
     std::string text;
     try {
-        text = strata::reports::detail::text(
+        if (!o.from_raw.empty()) text = report_sections::read_file(o.from_raw);
+        else text = strata::reports::detail::text(
             [&](char* b, size_t c, size_t* n) { return strata_cuda_kernel_bench_json(&p, b, c, n); });
     } catch (const strata::error& e) {
         const std::string msg = e.what();
@@ -172,7 +185,10 @@ int bench_kernels_main(int argc, char** argv) {
         return 1;
     }
     try {
+        if (!o.save_raw.empty()) report_sections::write_file(o.save_raw, text);
         const json doc = json::parse(text);
+        for (const char* k : {"device", "method", "options", "ceilings", "rows", "errors"})
+            if (!doc.contains(k)) throw std::runtime_error(std::string("the kernel benchmark JSON has no \"") + k + "\"");
         const json t = table(doc);
         print_table(doc, t);
         if (!o.out.empty()) {

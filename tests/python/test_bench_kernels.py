@@ -119,3 +119,61 @@ def test_a_benchmark_summary_table_renders_as_a_markdown_table():
     assert "| gemv iq1_s 4096x4096 tokens=1 | 7.50 | 88.1 |" in md
     assert "a \\| b" in md
     assert '"only one cell"' in md  # the malformed table stays visible as JSON
+
+
+def raw_doc(errors=()) -> dict:
+    """A saved strata_cuda_kernel_bench_json result, shaped as cuda/kernel_bench.cpp writes it."""
+    timing = {"time_s": 7.5e-6, "samples_s": [7.4e-6, 7.5e-6, 7.7e-6], "launches_per_sample": 2667,
+              "warmup_launches": 3}
+    gemv = {"name": "gemv iq1_s 4096x4096 tokens=1", "group": "gemv", **timing, "bytes_per_launch": 3276800.0,
+            "bytes_counted": "the weight matrix's bytes", "figure_unit": "GB/s", "figure": 436.9,
+            "ceiling_name": "stream_read", "ceiling": 4200.0, "percent_of_ceiling": 10.4,
+            "percent_of_device_copy": 11.0, "kernel": "gemv", "type": "iq1_s", "rows": 4096, "cols": 4096,
+            "tokens": 1, "weight_copies_rotated": 62, "rotated_bytes": 203161600.0, "goal_percent": 85.0,
+            "quantize_activations_s": 2e-6, "quantize_activations_samples_s": [2e-6], "output_finite": True}
+    mma = {"name": "prefill iq1_s 4096x14336 tokens=512 mma", "group": "prefill", **timing,
+           "flops_per_launch": 6.0e10, "figure_unit": "TFLOP/s", "figure": 350.0,
+           "ceiling_name": "cublas_f16 4096x14336 tokens=512", "ceiling": 600.0, "percent_of_ceiling": 58.3,
+           "goal_percent": 60.0, "kernel": "mma", "output_finite": False}
+    return {"device": {"name": "NVIDIA H200", "compute_capability": "9.0", "cuda_runtime_version": "13.0",
+                       "cuda_driver_version": "13.0", "cublas_version": 130000},
+            "method": {"timing": "CUDA events"}, "options": {"samples": 3},
+            "ceilings": {"stream_read": {"name": "stream_read", **timing, "bytes_per_launch": 1 << 30,
+                                         "gb_per_s": 4200.0},
+                         "device_copy": {"name": "device_copy", **timing, "bytes_copied_per_launch": 1 << 29,
+                                         "copied_gb_per_s": 1900.0, "traffic_gb_per_s": 3800.0}},
+            "rows": [gemv, mma], "errors": list(errors)}
+
+
+def test_a_saved_run_is_printed_and_reported_with_raw_times_beside_every_figure(tmp_path):
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps(raw_doc()))
+    out = tmp_path / "kernels.json"
+    r = run("strata-bench", "kernels", "--from-raw", raw, "-o", out)
+    assert "NVIDIA H200" in r.stdout and "gemv iq1_s 4096x4096 tokens=1" in r.stdout
+    line = next(l for l in r.stdout.splitlines() if l.startswith("prefill iq1_s 4096x14336"))
+    assert "350.00" in line and "600.00" in line and "58.3" in line and line.rstrip().endswith("NO")
+    text = out.read_text()
+    assert R.validate(text) == []
+    doc = json.loads(text)
+    rows = [b for b in doc["benchmarks"] if b.get("kind") == "kernel"]
+    assert [b["name"] for b in rows] == [x["name"] for x in raw_doc()["rows"]]
+    assert rows[0]["time_s"] == 7.5e-6 and rows[0]["samples_s"] == [7.4e-6, 7.5e-6, 7.7e-6]
+    assert rows[0]["bytes_per_launch"] == 3276800.0 and rows[0]["figure"] == 436.9
+    names = [b["name"] for b in doc["benchmarks"]]
+    assert {"kernel table", "device", "method", "ceiling stream_read", "ceiling device_copy"} <= set(names)
+    md = out.with_suffix(".md").read_text()
+    assert "| kernel | time us | figure | unit | ceiling |" in md
+    assert "| gemv iq1_s 4096x4096 tokens=1 | 7.50 | 436.90 | GB/s | 4200.00 | stream_read | 10.4 | 85 | yes |" in md
+
+
+def test_failed_rows_give_exit_status_3_and_a_broken_file_exit_1(tmp_path):
+    raw = tmp_path / "raw.json"
+    raw.write_text(json.dumps(raw_doc(errors=[{"name": "gemv q8_0 4096x14336 tokens=8", "error": "gemv: boom"}])))
+    r = run("strata-bench", "kernels", "--from-raw", raw, check=False)
+    assert r.returncode == 3 and "ERROR gemv q8_0 4096x14336 tokens=8: gemv: boom" in r.stdout
+    raw.write_text('{"rows": []}')
+    r = run("strata-bench", "kernels", "--from-raw", raw, check=False)
+    assert r.returncode == 1 and "has no" in r.stderr
+    r = run("strata-bench", "kernels", "--from-raw", tmp_path / "missing.json", check=False)
+    assert r.returncode == 1 and "cannot read" in r.stderr
