@@ -111,7 +111,8 @@ fi
 
 section "kernels (quick)"
 RESERVE=0
-run_logged 150 "$RESULTS/kernels.log" strata-bench kernels --quick --samples 5 --sample-ms 10 -o "$RESULTS/kernels.json"
+run_logged 150 "$RESULTS/kernels.log" strata-bench kernels --quick --samples 5 --sample-ms 10 -o "$RESULTS/kernels.json" \
+  --save-raw "$RESULTS/kernels-raw.json"
 v=$(verdict "$RC")
 [ "$RC" -eq 3 ] && v=fail  # the suite ran but some rows failed (listed as ERROR)
 cat "$RESULTS/kernels.log"
