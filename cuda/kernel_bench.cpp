@@ -112,7 +112,9 @@ public:
         l2_bytes_ = uint64_t(std::max(l2, 0));
         // At least 4x the L2 (50 MB on an H200), and never less than 64 MiB.
         rotate_bytes_ = std::max<uint64_t>(4 * l2_bytes_, uint64_t(64) << 20);
-        check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+        // A blocking stream: the setup's plain cudaMemcpy / cudaMemset calls (legacy default stream,
+        // some of them asynchronous to the host) are ordered before every timed launch.
+        check(cudaStreamCreate(&stream_), "cudaStreamCreate");
         sink_ = DeviceBuffer(sizeof(unsigned int));
         seed_ = rng_.next();
         rng_ = bench::FastRng(seed_);
@@ -196,6 +198,7 @@ MatrixSet Suite::matrices(uint32_t type, Shape s) {
         check(cudaMemcpy(m.buffer.get<uint8_t>() + uint64_t(c) * m.stride, m.buffer.get(), m.stride,
                          cudaMemcpyDeviceToDevice),
               "cudaMemcpy (weight copy)");
+    check(cudaDeviceSynchronize(), "weight upload");
     return m;
 }
 
