@@ -27,6 +27,10 @@
 #include "report/runtime_info.hpp"
 #include "report/sandbox.hpp"
 
+#if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
+#include "runtime_record.hpp"
+#endif
+
 struct strata_memory_sampler {
     explicit strata_memory_sampler(std::chrono::milliseconds cadence) : sampler(cadence) {}
     strata::report::MemorySampler sampler;
@@ -78,10 +82,25 @@ const json* member(const json& obj, const char* key, json::value_t type, const c
 
 // Report sections that the report model keeps typed (artifact, runtime) are produced by
 // serializing a report that holds them, so their JSON comes from the one serializer.
+// The CUDA part of the runtime section: what the runtime says in a build with the CUDA backend.
+void describe_cuda(report::CudaRecord& c) {
+#if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
+    const auto info = strata::cuda::describe_cuda_runtime();
+    c.runtime_version = info.runtime_version;
+    c.driver_version = info.driver_version;
+    c.present = info.usable;
+    c.absent_reason = info.usable ? "" : "built with the CUDA backend, but no usable device: " + info.why_not;
+    for (const auto& [name, bytes] : info.gpus) c.gpus.push_back({name, bytes});
+#else
+    (void)c;  // describe_runtime's record: absent, no CUDA backend in this build
+#endif
+}
+
 json typed_sections(const report::Artifact& artifact) {
     report::Report r;
     r.artifact = artifact;
     r.runtime = report::describe_runtime();
+    describe_cuda(r.runtime.cuda);
     return parse(report::report_to_json(r), "report");
 }
 

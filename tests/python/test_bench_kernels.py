@@ -177,3 +177,16 @@ def test_failed_rows_give_exit_status_3_and_a_broken_file_exit_1(tmp_path):
     assert r.returncode == 1 and "has no" in r.stderr
     r = run("strata-bench", "kernels", "--from-raw", tmp_path / "missing.json", check=False)
     assert r.returncode == 1 and "cannot read" in r.stderr
+
+
+def test_the_runtime_section_says_what_cuda_reported():
+    """With the CUDA backend built in, the runtime section carries the runtime's version and the
+    GPUs, or the runtime's reason there is none; without it, that the backend is absent."""
+    c = R.runtime()["cuda"]
+    if c["present"]:
+        assert c["runtime_version"] and c["gpus"] and all(g["name"] for g in c["gpus"])
+        assert c["absent_reason"] is None
+    else:
+        assert c["absent_reason"] and c["gpus"] == []
+        if c["runtime_version"] is not None:  # the CUDA backend is built in: the runtime's own words
+            assert c["absent_reason"].startswith("built with the CUDA backend, but no usable device: ")
