@@ -15,6 +15,7 @@
 #include "cuda_error.hpp"
 #include "exec/device_plan.hpp"
 #include "exec/rope.hpp"
+#include "exec/sequence.hpp"
 #include "gguf/model_file.hpp"
 #include "matmul.hpp"
 #include "moe.cuh"
@@ -254,11 +255,7 @@ void GpuContext::truncate(int64_t n_past) {
 }
 
 void GpuContext::check_room(int64_t n_tokens) const {
-    if (n_tokens <= 0) fail(Status::invalid_argument, "no tokens to run (n_tokens = " + std::to_string(n_tokens) + ")");
-    if (n_tokens > n_ctx_ - n_past_)
-        fail(Status::invalid_argument, "context overflow: n_past " + std::to_string(n_past_) + " + " +
-                                           std::to_string(n_tokens) + " tokens exceeds the configured context n_ctx = " +
-                                           std::to_string(n_ctx_) + "; nothing was run");
+    exec::check_context_room(n_tokens, n_past_, n_ctx_);
 }
 
 void GpuContext::decode(std::span<const int32_t> tokens, float* out, bool all_logits) {

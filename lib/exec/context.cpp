@@ -11,6 +11,7 @@
 #include "exec/stage_memory.hpp"
 #include "exec/ops.hpp"
 #include "exec/rope.hpp"
+#include "exec/sequence.hpp"
 #include "gguf/model_file.hpp"
 #include "quant/formats.hpp"
 #include "util/error.hpp"
@@ -110,11 +111,7 @@ void Context::truncate(int64_t n_past) {
 
 void Context::check_room(int64_t n_tokens) const {
     if (!lost_.empty()) fail(Status::invalid_argument, lost_ + "; reset the sequence (or truncate it to 0) first");
-    if (n_tokens <= 0) fail(Status::invalid_argument, "no tokens to run (n_tokens = " + std::to_string(n_tokens) + ")");
-    if (n_tokens > n_ctx_ - n_past_)
-        fail(Status::invalid_argument, "context overflow: n_past " + std::to_string(n_past_) + " + " +
-                                           std::to_string(n_tokens) + " tokens exceeds the configured context n_ctx = " +
-                                           std::to_string(n_ctx_) + "; nothing was run");
+    check_context_room(n_tokens, n_past_, n_ctx_);
 }
 
 void Context::decode(std::span<const int32_t> tokens, float* out, bool all_logits) {

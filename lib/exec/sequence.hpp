@@ -43,4 +43,8 @@ public:
 // token is in [0, n_vocab) and n_past + n fits n_ctx. Shared by every Sequence.
 void check_decode(std::span<const int32_t> tokens, int64_t n_vocab, int64_t n_past, int64_t n_ctx);
 
+// A context's own check (Context, GpuContext): Error(invalid_argument) unless 0 < n_tokens and
+// n_past + n_tokens fits n_ctx, saying so and that nothing was run.
+void check_context_room(int64_t n_tokens, int64_t n_past, int64_t n_ctx);
+
 }  // namespace strata::exec

@@ -1,4 +1,5 @@
-#include "exec/local_sequence.hpp"
+// The checks every Sequence and context shares before running anything.
+#include "exec/sequence.hpp"
 
 #include <string>
 
@@ -19,23 +20,12 @@ void check_decode(std::span<const int32_t> tokens, int64_t n_vocab, int64_t n_pa
                                            std::to_string(n_ctx - n_past) + " free");
 }
 
-LocalSequence::LocalSequence(const gguf::ModelFile& file, const ContextParams& params,
-                             const sample::SamplerParams& sampling)
-    : ctx_(file, params), sampler_(sampling) {}
-
-void LocalSequence::reset() {
-    ctx_.reset();
-    sampler_.reset();
-}
-
-void LocalSequence::decode(std::span<const int32_t> tokens, bool all_logits, std::vector<float>* logits) {
-    check_decode(tokens, ctx_.n_vocab(), ctx_.n_past(), ctx_.n_ctx());
-    std::vector<float>& out = logits ? *logits : scratch_;
-    const size_t n_vocab = size_t(ctx_.n_vocab());
-    const size_t rows = logits && all_logits ? tokens.size() : 1;
-    out.resize(rows * n_vocab);
-    ctx_.decode(tokens, out.data(), rows > 1);
-    sampler_.decoded(tokens, {out.data() + (rows - 1) * n_vocab, n_vocab});
+void check_context_room(int64_t n_tokens, int64_t n_past, int64_t n_ctx) {
+    if (n_tokens <= 0) fail(Status::invalid_argument, "no tokens to run (n_tokens = " + std::to_string(n_tokens) + ")");
+    if (n_tokens > n_ctx - n_past)
+        fail(Status::invalid_argument, "context overflow: n_past " + std::to_string(n_past) + " + " +
+                                           std::to_string(n_tokens) + " tokens exceeds the configured context n_ctx = " +
+                                           std::to_string(n_ctx) + "; nothing was run");
 }
 
 }  // namespace strata::exec
