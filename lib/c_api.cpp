@@ -90,7 +90,7 @@ const char* strata_tensor_type_name(int type) {
 }
 
 int strata_tensor_type_supported(int type) {
-    return type >= 0 && strata::quant::is_supported(uint32_t(type)) ? 1 : 0;
+    return type >= 0 && strata::quant::can_quantize(uint32_t(type)) ? 1 : 0;  // read and write
 }
 
 }  // extern "C"

@@ -106,9 +106,10 @@ typedef enum strata_value_type {
     STRATA_VALUE_F64 = 12
 } strata_value_type;
 
-/* Tensor types strata can decode (ggml type ids). Other ggml ids may appear in a file's
- * tensor table; strata_tensor_type_name() names them, but reading them as float32 fails
- * with STRATA_ERR_UNSUPPORTED. */
+/* Tensor types strata can decode and encode (ggml type ids). strata also reads (but does not
+ * write) iq4_nl (20), q4_K (12), q5_K (13) and q6_K (14), which llama.cpp's IQ1_S mixes use.
+ * Other ggml ids may appear in a file's tensor table; strata_tensor_type_name() names them,
+ * but reading them as float32 fails with STRATA_ERR_UNSUPPORTED. */
 typedef enum strata_tensor_type {
     STRATA_TYPE_F32 = 0,
     STRATA_TYPE_F16 = 1,

@@ -206,7 +206,7 @@ strata_status strata_writer_add_tensor_f32(strata_writer* writer, const char* na
     require(name, "name");
     const auto shape = shape_of(name, n_dims, ne);
     const uint64_t n_bytes = nbytes_of(name, type, shape);
-    if (!strata::quant::is_supported(uint32_t(type)))
+    if (!strata::quant::can_quantize(uint32_t(type)))
         fail(Status::unsupported, std::string("tensor '") + name + "': strata cannot quantize to " +
                                       strata::gguf::ggml_type_name(uint32_t(type)));
     if (imatrix && type != STRATA_TYPE_IQ1_S)

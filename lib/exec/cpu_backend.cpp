@@ -4,6 +4,7 @@
 #include <string>
 
 #include "quant/convert.hpp"
+#include "quant/formats.hpp"
 #include "quant/gemv.hpp"
 #include "quant/half.hpp"
 #include "quant/q8_0.hpp"
@@ -30,6 +31,13 @@ float dot_q8_0(const quant::block_q8_0* w, const quant::block_q8_0* x, int64_t n
     return sum;
 }
 
+// Types whose rows are dequantized to float32 once per call and dotted with every token (the
+// dequantization is ggml's, bit for bit; the dot is dot_f32 on the float row).
+bool dequantized_rows(uint32_t t) {
+    return t == quant::kTypeF16 || t == quant::kTypeBF16 || t == quant::kTypeIQ4_NL || t == quant::kTypeQ4_K ||
+           t == quant::kTypeQ5_K || t == quant::kTypeQ6_K;
+}
+
 }  // namespace
 
 CpuBackend::CpuBackend(int n_threads, quant::Iq1sKernel kernel)
@@ -42,7 +50,7 @@ int CpuBackend::n_threads() const { return pool_->size(); }
 
 bool CpuBackend::supports(uint32_t t) {
     return t == quant::kTypeF32 || t == quant::kTypeF16 || t == quant::kTypeBF16 || t == quant::kTypeQ8_0 ||
-           t == quant::kTypeIQ1_S;
+           t == quant::kTypeIQ1_S || dequantized_rows(t);
 }
 
 void CpuBackend::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
@@ -145,12 +153,13 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
             }
             return;
         }
-        default: {  // F16, BF16: each row converted to float32 once, then dotted with every token
+        default: {  // F16, BF16, IQ4_NL, Q4_K, Q5_K, Q6_K: each row to float32 once, then every token
             row.resize(size_t(cols));
             for (int64_t r = tile.r0; r < tile.r1; ++r) {
-                const auto* src = reinterpret_cast<const uint16_t*>(w.row(r));
-                if (w.type == quant::kTypeF16) quant::f16_to_f32_row(src, row.data(), cols);
-                else quant::bf16_to_f32_row(src, row.data(), cols);
+                const uint8_t* src = w.row(r);
+                if (w.type == quant::kTypeF16) quant::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), row.data(), cols);
+                else if (w.type == quant::kTypeBF16) quant::bf16_to_f32_row(reinterpret_cast<const uint16_t*>(src), row.data(), cols);
+                else quant::dequantize_row(w.type, src, row.data(), cols);
                 for (int64_t t = 0; t < n_tokens; ++t) y[t * rows + r] = dot_f32(row.data(), job.x + t * cols, cols);
             }
             return;

@@ -15,7 +15,8 @@ std::string shape_str(int64_t a, int64_t b) { return "[" + std::to_string(a) + "
 
 bool matmul_type(uint32_t t) {
     return t == quant::kTypeF32 || t == quant::kTypeF16 || t == quant::kTypeBF16 || t == quant::kTypeQ8_0 ||
-           t == quant::kTypeIQ1_S;
+           t == quant::kTypeIQ1_S || t == quant::kTypeIQ4_NL || t == quant::kTypeQ4_K || t == quant::kTypeQ5_K ||
+           t == quant::kTypeQ6_K;
 }
 
 // llama family: q, k, v, output (+ qwen2 biases, qwen3 per-head norms).
@@ -63,7 +64,7 @@ WeightView Binder::view(const std::string& name, const gguf::TensorInfo& t, int6
     }
     if (!matmul_type(t.type))
         fail(Status::unsupported, "tensor '" + name + "' has type " + gguf::ggml_type_name(t.type) +
-                                      ", which the CPU matmul does not support (f32, f16, bf16, q8_0, iq1_s)");
+                                      ", which the CPU matmul does not support (f32, f16, bf16, q8_0, iq1_s, iq4_nl, q4_K, q5_K, q6_K)");
     WeightView w;
     w.name = name;
     w.type = t.type;

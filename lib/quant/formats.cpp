@@ -6,6 +6,8 @@
 #include "quant/convert.hpp"
 #include "quant/iq1s_block.hpp"
 #include "quant/iq1s_quantize.hpp"
+#include "quant/iq4_nl.hpp"
+#include "quant/k_quants.hpp"
 #include "quant/q8_0.hpp"
 #include "quant/q8_k.hpp"
 #include "util/error.hpp"
@@ -17,6 +19,7 @@ namespace {
 struct Layout {
     int64_t block_elements;
     size_t block_bytes;
+    bool read_only = false;  // decoded only: no quantizer
 };
 
 bool layout_of(uint32_t type, Layout& out) {
@@ -27,6 +30,10 @@ bool layout_of(uint32_t type, Layout& out) {
         case kTypeQ8_0: out = {kQK8_0, sizeof(block_q8_0)}; return true;
         case kTypeQ8_K: out = {kQK_K, sizeof(block_q8_K)}; return true;
         case kTypeIQ1_S: out = {kQK_K, sizeof(block_iq1_s)}; return true;
+        case kTypeIQ4_NL: out = {kQK4_NL, sizeof(block_iq4_nl), true}; return true;
+        case kTypeQ4_K: out = {kQK_K, sizeof(block_q4_K), true}; return true;
+        case kTypeQ5_K: out = {kQK_K, sizeof(block_q5_K), true}; return true;
+        case kTypeQ6_K: out = {kQK_K, sizeof(block_q6_K), true}; return true;
         default: return false;
     }
 }
@@ -52,6 +59,11 @@ bool is_supported(uint32_t ggml_type) {
     return layout_of(ggml_type, layout);
 }
 
+bool can_quantize(uint32_t ggml_type) {
+    Layout layout{};
+    return layout_of(ggml_type, layout) && !layout.read_only;
+}
+
 int64_t block_elements(uint32_t ggml_type) { return checked_layout(ggml_type, 0).block_elements; }
 
 size_t row_size(uint32_t ggml_type, int64_t n) {
@@ -72,12 +84,17 @@ void dequantize_row(uint32_t ggml_type, const void* src, float* dst, int64_t n) 
         case kTypeQ8_0: dequantize_row_q8_0(static_cast<const block_q8_0*>(src), dst, n); break;
         case kTypeQ8_K: dequantize_row_q8_k(static_cast<const block_q8_K*>(src), dst, n); break;
         case kTypeIQ1_S: dequantize_row_iq1s(static_cast<const block_iq1_s*>(src), dst, n); break;
+        case kTypeIQ4_NL: dequantize_row_iq4_nl(static_cast<const block_iq4_nl*>(src), dst, n); break;
+        case kTypeQ4_K: dequantize_row_q4_K(static_cast<const block_q4_K*>(src), dst, n); break;
+        case kTypeQ5_K: dequantize_row_q5_K(static_cast<const block_q5_K*>(src), dst, n); break;
+        case kTypeQ6_K: dequantize_row_q6_K(static_cast<const block_q6_K*>(src), dst, n); break;
         default: break;  // unreachable: checked_layout threw
     }
 }
 
 void quantize_row(uint32_t ggml_type, const float* src, void* dst, int64_t n, const float* imatrix) {
-    checked_layout(ggml_type, n);
+    if (checked_layout(ggml_type, n).read_only)
+        fail(Status::unsupported, "quant: strata reads ggml type " + std::to_string(ggml_type) + " but cannot write it");
     if (n > 0 && (!src || !dst)) fail(Status::invalid_argument, "quant: quantize_row given a null buffer");
     switch (ggml_type) {
         case kTypeF32: if (n > 0) std::memmove(dst, src, size_t(n) * sizeof(float)); break;

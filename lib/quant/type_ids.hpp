@@ -10,8 +10,12 @@ enum TypeId : uint32_t {
     kTypeF32 = 0,
     kTypeF16 = 1,
     kTypeQ8_0 = 8,
+    kTypeQ4_K = 12,
+    kTypeQ5_K = 13,
+    kTypeQ6_K = 14,
     kTypeQ8_K = 15,
     kTypeIQ1_S = 19,
+    kTypeIQ4_NL = 20,
     kTypeBF16 = 30,
 };
 

@@ -229,8 +229,8 @@ TEST_CASE("Q8_0 round trip of random values stays within half a step plus the f1
 
 TEST_CASE("the format dispatch knows its types, sizes rows and rejects what it cannot do") {
     using namespace quant;
-    for (uint32_t t : {0u, 1u, 8u, 15u, 19u, 30u}) CHECK(is_supported(t));
-    for (uint32_t t : {2u, 12u, 16u, 29u, 1000u}) CHECK_FALSE(is_supported(t));
+    for (uint32_t t : {0u, 1u, 8u, 12u, 13u, 14u, 15u, 19u, 20u, 30u}) CHECK(is_supported(t));
+    for (uint32_t t : {2u, 11u, 16u, 23u, 29u, 1000u}) CHECK_FALSE(is_supported(t));
     CHECK(row_size(kTypeF32, 10) == 40);
     CHECK(row_size(kTypeF16, 10) == 20);
     CHECK(row_size(kTypeBF16, 10) == 20);
@@ -243,7 +243,7 @@ TEST_CASE("the format dispatch knows its types, sizes rows and rejects what it c
     float f[32] = {};
     uint8_t buf[64] = {};
     try {
-        dequantize_row(12, buf, f, 256);
+        dequantize_row(11, buf, f, 256);  // q3_K: not decoded
         FAIL("no exception");
     } catch (const Error& e) {
         CHECK(e.status() == Status::unsupported);

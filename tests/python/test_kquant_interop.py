@@ -1,0 +1,71 @@
+"""IQ4_NL, Q4_K, Q5_K and Q6_K tensors (the types llama.cpp's IQ1_S mixes keep some tensors in)
+written by the `gguf` package are read by strata exactly as ggml decodes them: random blocks
+(random bytes for the quants, finite random binary16 scales), compared bit for bit with
+gguf.quants.dequantize."""
+from __future__ import annotations
+
+import gguf
+import numpy as np
+import pytest
+
+import strata
+
+Q = gguf.GGMLQuantizationType
+
+# type -> (elements per block, bytes per block, byte offsets of the binary16 scales in a block)
+_LAYOUT = {
+    Q.IQ4_NL: (32, 18, (0,)),
+    Q.Q4_K: (256, 144, (0, 2)),  # d, dmin
+    Q.Q5_K: (256, 176, (0, 2)),
+    Q.Q6_K: (256, 210, (208,)),
+}
+
+
+def _random_blocks(rng: np.random.Generator, t, rows: int, cols: int) -> np.ndarray:
+    block, size, scale_offsets = _LAYOUT[t]
+    assert gguf.GGML_QUANT_SIZES[t] == (block, size)  # the gguf package agrees on the layout
+    n_blocks = rows * cols // block
+    raw = rng.integers(0, 256, (n_blocks, size), dtype=np.uint8)
+    # Finite scales of either sign over six decades, a few zeros and subnormals among them.
+    scales = (rng.choice([-1.0, 1.0], (n_blocks, len(scale_offsets))) *
+              10.0 ** rng.uniform(-6.0, 1.0, (n_blocks, len(scale_offsets)))).astype(np.float16)
+    scales.flat[:: 17] = 0.0
+    assert np.isfinite(scales).all()
+    for i, off in enumerate(scale_offsets):
+        raw[:, off:off + 2] = scales[:, i:i + 1].view(np.uint8)
+    return raw.reshape(rows, cols // block * size)
+
+
+@pytest.mark.parametrize("t,shape", [(Q.IQ4_NL, (64, 128)), (Q.IQ4_NL, (3, 32)), (Q.Q4_K, (9, 512)),
+                                     (Q.Q5_K, (7, 768)), (Q.Q6_K, (11, 512)), (Q.Q6_K, (1, 256))])
+def test_read_f32_matches_the_gguf_package_bit_for_bit(tmp_path, seed, t, shape):
+    rng = np.random.default_rng(seed)
+    data = _random_blocks(rng, t, *shape)
+    path = tmp_path / f"{t.name}.gguf"
+    w = gguf.GGUFWriter(path, "interop")
+    w.add_tensor("w", data, raw_dtype=t)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+    theirs = gguf.GGUFReader(path).tensors[0]
+    ref = gguf.quants.dequantize(theirs.data, t).astype(np.float32).reshape(shape)
+    with strata.Model(path) as m:
+        info = m.tensor("w")
+        assert info.type == int(t) and info.type_name == t.name.lower().replace("_k", "_K")
+        assert list(info.ne) == [shape[1], shape[0]]
+        assert m.tensor_bytes("w") == data.tobytes()
+        got = m.read_f32("w")
+    assert got.shape == ref.shape
+    assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), f"{t.name} seed {seed}: " \
+        f"{int(np.sum(got.view(np.uint32) != ref.view(np.uint32)))} of {ref.size} values differ"
+
+
+def test_the_read_only_types_are_readable_but_not_writable(tmp_path):
+    for t in _LAYOUT:
+        assert not strata.tensor_type_supported(int(t))  # supported = read and write
+    w = strata.Writer()
+    with pytest.raises(strata.StrataError) as e:
+        w.add_tensor("w", np.ones((1, 256), dtype=np.float32), type="q4_K")
+    assert e.value.status == strata.Status.UNSUPPORTED and "q4_K" in e.value.message
