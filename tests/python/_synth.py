@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -48,9 +48,13 @@ def write_model(path: Path, seed: int, arch: str = "llama", wtype: str = "f32", 
                 n_layer: int = 2, n_head: int = 4, n_head_kv: int = 2, n_ff: int = 512, n_vocab: int = 300,
                 n_ctx_train: int = 2048, head_dim: Optional[int] = None, tied: bool = False,
                 rope: Optional[dict[str, Any]] = None, n_shards: int = 1,
-                extra_vocab: Sequence[tuple[str, float]] = ()) -> list[str]:
+                extra_vocab: Sequence[tuple[str, float]] = (),
+                raw_matrix: Optional[Callable[[str, int, int, float], Optional[tuple[str, bytes]]]] = None
+                ) -> list[str]:
     """Writes a random model; returns the paths written. ``rope``: extra "{arch}.rope.*" keys
-    (e.g. {"scaling.type": "linear", "scaling.factor": 4.0}) and "freq_base"."""
+    (e.g. {"scaling.type": "linear", "scaling.factor": 4.0}) and "freq_base". ``raw_matrix(name,
+    rows, cols, std)``: (type, bytes) to store a matrix as given (types strata cannot write), or
+    None for the usual random ``wtype`` matrix."""
     rng = np.random.default_rng(seed)
     hd = head_dim or n_embd // n_head
     rope = dict(rope or {})
@@ -75,6 +79,10 @@ def write_model(path: Path, seed: int, arch: str = "llama", wtype: str = "f32", 
     set_vocab(w, tokens, scores, types)
 
     def mat(name: str, rows: int, cols: int, std: float) -> None:
+        raw = raw_matrix(name, rows, cols, std) if raw_matrix else None
+        if raw is not None:
+            w.add_tensor_raw(name, raw[0], [cols, rows], raw[1])
+            return
         w.add_tensor(name, (rng.standard_normal((rows, cols)) * std).astype(np.float32), type=wtype)
 
     def vec(name: str, n: int, lo: float = 0.8, hi: float = 1.2) -> None:
