@@ -23,8 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             // Touch the first and last byte: ASan reports any range past the buffer.
             if (t.nbytes) sink += t.data[0] + t.data[t.nbytes - 1];
             sink += model->find_tensor(t.name).value_or(0);
-            // The reader checked nbytes against the type table, so a whole first row is there.
-            if (strata::quant::is_supported(t.type) && t.ne[0] > 0 && t.ne[0] <= (1 << 16)) {
+            // The reader checked nbytes against the type table, so a tensor holding any element
+            // holds a whole first row (one with a zero dimension holds no bytes at all).
+            if (strata::quant::is_supported(t.type) && t.n_elements > 0 && t.ne[0] > 0 && t.ne[0] <= (1 << 16) &&
+                strata::quant::row_size(t.type, t.ne[0]) <= t.nbytes) {
                 std::vector<float> row(static_cast<size_t>(t.ne[0]));
                 strata::quant::dequantize_row(t.type, t.data, row.data(), t.ne[0]);
                 sink += size_t(row.back() == 0.0f);
