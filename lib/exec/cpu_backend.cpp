@@ -91,6 +91,9 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         else if (!supports(w.type))
             fail(Status::unsupported, "matmul: tensor '" + w.name +
                                           "' has a type the CPU backend does not support (ggml type " + std::to_string(w.type) + ")");
+        else if (dequantized_rows(w.type) && w.cols % quant::block_elements(w.type) != 0)  // here, not in a worker
+            fail(Status::invalid_argument, "matmul: tensor '" + w.name + "' has rows of " + std::to_string(w.cols) +
+                                               " elements, not whole blocks of its type");
     }
     xq_.resize(xq_bytes);
     tiles_.clear();

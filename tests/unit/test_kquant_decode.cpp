@@ -244,3 +244,25 @@ TEST_CASE("CpuBackend::matmul of IQ4_NL, Q4_K, Q5_K, Q6_K matches a float64 prod
         }
     }
 }
+
+TEST_CASE("CpuBackend::matmul refuses a read-only-type row that is not whole blocks, in the calling thread") {
+    std::vector<uint8_t> bytes(4096, 0);
+    exec::WeightView w;
+    w.name = "ragged";
+    w.type = quant::kTypeQ4_K;
+    w.rows = 2;
+    w.cols = 128;  // half a Q4_K block
+    w.row_bytes = 72;
+    w.data = bytes.data();
+    w.nbytes = 144;
+    w.mat_stride = w.nbytes;
+    std::vector<float> x(128, 1.0f), y(2, 0.0f);
+    exec::CpuBackend backend(2);
+    try {
+        backend.matmul(w, x.data(), 1, y.data());
+        FAIL("matmul accepted a row of half a block");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::invalid_argument);
+        CHECK(std::string(e.what()).find("ragged") != std::string::npos);
+    }
+}
