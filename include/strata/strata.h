@@ -336,7 +336,7 @@ STRATA_API strata_status strata_token_to_piece(strata_model* model, int32_t toke
                                                size_t* out_length);
 
 /* ---------------------------------------------------------------------------------------
- * Sessions: one sequence running on a model (KV cache, sampler); CPU backend
+ * Sessions: one sequence running on a model (KV cache, sampler); CPU backend, or CUDA (session params: device)
  * ------------------------------------------------------------------------------------- */
 
 typedef struct strata_session strata_session;
