@@ -115,8 +115,8 @@ int main() {
             strata::session_params gpu = sp;
             gpu.device = STRATA_DEVICE_CUDA;
             EXPECT(status_of([&] { strata::session g(m, gpu); }) == STRATA_ERR_UNSUPPORTED);
-            gpu.device = strata_device(7);
-            EXPECT(status_of([&] { strata::session g(m, gpu); }) == STRATA_ERR_INVALID_ARGUMENT);
+            // (An unknown device value is the C99 test's: strata_device(7) would be undefined
+            // behaviour in C++, the enum's values being 0 and 1.)
         }
         EXPECT(s.plan().find("configured context 64") != std::string::npos);
         EXPECT(s.plan().find(" B/token; at 1048576 tokens: ") != std::string::npos);
