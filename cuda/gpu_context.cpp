@@ -265,10 +265,7 @@ void GpuContext::decode(std::span<const int32_t> tokens, float* out, bool all_lo
     const int64_t n = int64_t(tokens.size());
     check_room(n);
     if (!out) fail(Status::invalid_argument, "decode: null output buffer");
-    for (size_t i = 0; i < tokens.size(); ++i)
-        if (tokens[i] < 0 || tokens[i] >= hp_.n_vocab)
-            fail(Status::invalid_argument, "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
-                                               " is out of range: n_vocab = " + std::to_string(hp_.n_vocab));
+    exec::check_token_ids(tokens, hp_.n_vocab);
     run(tokens.data(), nullptr, n, out, all_logits);
 }
 

@@ -21,6 +21,7 @@
 #include "device_matrix.hpp"
 #include "gemm.cuh"
 #include "gemv.cuh"
+#include "gguf/ggml_types.hpp"
 #include "kernel_bench_device.hpp"
 #include "matmul.hpp"
 #include "ops.cuh"
@@ -52,17 +53,6 @@ constexpr Shape kOneShape = {4096, 14336};  // where the extra types and batch s
 uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
 
 std::string shape_text(Shape s) { return std::to_string(s.rows) + "x" + std::to_string(s.cols); }
-
-const char* type_name(uint32_t t) {
-    switch (t) {
-        case quant::kTypeF32: return "f32";
-        case quant::kTypeF16: return "f16";
-        case quant::kTypeBF16: return "bf16";
-        case quant::kTypeQ8_0: return "q8_0";
-        case quant::kTypeIQ1_S: return "iq1_s";
-        default: return "unknown";
-    }
-}
 
 std::string fixed(double v, int decimals) {
     char buf[64];
@@ -285,10 +275,10 @@ void Suite::ceilings() {
 
 void Suite::gemv_rows(uint32_t type, Shape s, std::span<const int> tokens, bool with_goal) {
     auto name_of = [&](int t) {
-        return std::string("gemv ") + type_name(type) + " " + shape_text(s) + " tokens=" + std::to_string(t);
+        return std::string("gemv ") + gguf::ggml_type_name(type) + " " + shape_text(s) + " tokens=" + std::to_string(t);
     };
     if (std::none_of(tokens.begin(), tokens.end(), [&](int t) { return wanted(name_of(t)); }) || lost_) return;
-    guarded(std::string("gemv ") + type_name(type) + " " + shape_text(s) + " setup", [&] {
+    guarded(std::string("gemv ") + gguf::ggml_type_name(type) + " " + shape_text(s) + " setup", [&] {
         const MatrixSet w = matrices(type, s);
         const std::vector<float> x_host = bench::random_floats(size_t(kGemvMaxTokens) * size_t(s.cols), rng_);
         DeviceBuffer x(x_host.size() * sizeof(float));
@@ -309,7 +299,7 @@ void Suite::gemv_rows(uint32_t type, Shape s, std::span<const int> tokens, bool 
                 json row = bandwidth_row(name, "gemv", g, double(w.bytes()),
                                          "the weight matrix's bytes (activations and outputs not counted)");
                 row["kernel"] = "gemv";
-                row["type"] = type_name(type);
+                row["type"] = gguf::ggml_type_name(type);
                 row["rows"] = s.rows;
                 row["cols"] = s.cols;
                 row["tokens"] = t;

@@ -40,6 +40,7 @@
 #include "exec/cpu_backend.hpp"
 #include "gemm.cuh"
 #include "gemv.cuh"
+#include "gguf/ggml_types.hpp"
 #include "matmul.hpp"
 #include "quant/formats.hpp"
 #include "quant/half.hpp"
@@ -57,17 +58,6 @@ int failures = 0;
 void report(bool ok, const std::string& what) {
     std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
     if (!ok) ++failures;
-}
-
-const char* type_name(uint32_t t) {
-    switch (t) {
-        case quant::kTypeF32: return "f32";
-        case quant::kTypeF16: return "f16";
-        case quant::kTypeBF16: return "bf16";
-        case quant::kTypeQ8_0: return "q8_0";
-        case quant::kTypeIQ1_S: return "iq1_s";
-        default: return "?";
-    }
 }
 
 constexpr uint32_t kTypes[] = {quant::kTypeF32, quant::kTypeF16, quant::kTypeBF16, quant::kTypeQ8_0,
@@ -109,7 +99,7 @@ struct Matrix {
     cuda::DeviceMatrix view() const { return {type, cols, rows, row_bytes, device}; }
     exec::WeightView host_view() const {
         exec::WeightView v;
-        v.name = std::string(type_name(type)) + " test matrix";
+        v.name = std::string(gguf::ggml_type_name(type)) + " test matrix";
         v.type = type;
         v.cols = cols;
         v.rows = rows;
@@ -125,7 +115,7 @@ struct Matrix {
         return out;
     }
     std::string name() const {
-        return std::string(type_name(type)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
+        return std::string(gguf::ggml_type_name(type)) + " " + std::to_string(rows) + "x" + std::to_string(cols);
     }
 };
 

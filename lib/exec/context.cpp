@@ -121,10 +121,7 @@ void Context::decode(std::span<const int32_t> tokens, float* out, bool all_logit
     const int64_t n = int64_t(tokens.size());
     check_room(n);
     if (!out) fail(Status::invalid_argument, "decode: null output buffer");
-    for (size_t i = 0; i < tokens.size(); ++i)
-        if (tokens[i] < 0 || tokens[i] >= hp_.n_vocab)
-            fail(Status::invalid_argument, "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
-                                               " is out of range: n_vocab = " + std::to_string(hp_.n_vocab));
+    check_token_ids(tokens, hp_.n_vocab);
     const int64_t E = hp_.n_embd;
     for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
         const int64_t m = std::min(n_batch_, n - c0);

@@ -28,4 +28,11 @@ void check_context_room(int64_t n_tokens, int64_t n_past, int64_t n_ctx) {
                                            std::to_string(n_ctx) + "; nothing was run");
 }
 
+void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab) {
+    for (size_t i = 0; i < tokens.size(); ++i)
+        if (tokens[i] < 0 || tokens[i] >= n_vocab)
+            fail(Status::invalid_argument, "token id " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+                                               " is out of range: n_vocab = " + std::to_string(n_vocab));
+}
+
 }  // namespace strata::exec

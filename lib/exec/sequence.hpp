@@ -47,4 +47,7 @@ void check_decode(std::span<const int32_t> tokens, int64_t n_vocab, int64_t n_pa
 // n_past + n_tokens fits n_ctx, saying so and that nothing was run.
 void check_context_room(int64_t n_tokens, int64_t n_past, int64_t n_ctx);
 
+// A context's token check: Error(invalid_argument) naming the first id outside [0, n_vocab).
+void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab);
+
 }  // namespace strata::exec
