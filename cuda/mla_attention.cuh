@@ -48,13 +48,4 @@ cudaError_t mla_cache_store(const float* ckv, int n_tokens, int width, const int
 cudaError_t mla_attention(const float* q_abs, const float* q, const __half* cache, const int32_t* pos0,
                           const MlaAttentionShape& s, float* o_lat, cudaStream_t stream);
 
-// The old single-token kernel, kept until mla_attention replaces it (its test still calls it).
-struct MlaDecodeShape {
-    int n_head, kv_lora, n_rot, n_kv;
-    float scale;
-};
-size_t mla_decode_scratch_floats(const MlaDecodeShape& s);
-cudaError_t mla_decode_attention(const float* q_abs, const float* q_pe, const __half* cache, const MlaDecodeShape& s,
-                                 float* scratch, float* o_lat, cudaStream_t stream);
-
 }  // namespace strata::cuda

@@ -1,9 +1,11 @@
 // The deepseek2 decode kernels against host references on fresh random data (outputs poisoned
 // before each run): GPU routing = the host route_token (the same shared code), grouped IQ1_S
-// gate/up and weighted down products = float64 host dots over the shared decode, MLA decode
-// attention = a float64 host softmax over the same f16 cache. Ragged sizes (rows not a multiple
-// of a block's warps, a cache length that is not a multiple of the block size). Exit 77 (ctest:
-// skipped) with a printed reason when no GPU is present.
+// gate/up and weighted down products = float64 host dots over the shared decode, the MLA cache
+// store = the CPU's f16 rounding bit for bit, multi-token causal MLA attention = a float64 host
+// softmax over the same f16 cache rows. Ragged sizes (rows not a multiple of a block's warps, a
+// cache length that is not a multiple of the tile). The MLA argument checks launch nothing and
+// run first, also without a GPU; then exit 77 (ctest: skipped) with a printed reason when no GPU
+// is present.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -142,51 +144,156 @@ void test_gate_up_down() {
         cudaFree(p);
 }
 
-void test_mla() {
-    cuda::MlaDecodeShape s{8, 512, 64, 333, 0.07f};
-    const int W = s.kv_lora + s.n_rot;
-    const auto q_abs = normal(size_t(s.n_head * s.kv_lora)), q_pe = normal(size_t(s.n_head * s.n_rot));
-    const auto cache_f = normal(size_t(s.n_kv * W));
-    std::vector<uint16_t> cache(cache_f.size());
-    for (size_t i = 0; i < cache.size(); ++i) cache[i] = quant::f32_to_f16(cache_f[i]);
+// One MLA case: the shape of a layer (real query strides: heads of qk_nope + R floats, the rope
+// part last), n_past cached positions, m new tokens.
+struct MlaCase {
+    int n_head, kv_lora, n_rot, n_tokens, n_past;
+    float scale;
+};
+
+// Stores the new rows through mla_cache_store, runs mla_attention and compares o_lat with a
+// float64 causal softmax over the same f16 rows. The cache has poison rows (f16 NaN) past the
+// last stored one: a kernel reading past a token's keys turns its output into NaN.
+void test_mla_case(const MlaCase& c) {
+    const int H = c.n_head, C = c.kv_lora, R = c.n_rot, m = c.n_tokens, W = C + R, nope = 128;
+    const int64_t n_ctx = int64_t(c.n_past) + m + 9;
+    cuda::MlaAttentionShape s{H, C, R, m, H * (nope + R), nope + R, nope, c.scale};
+    const auto q_abs = normal(size_t(H) * m * C), q = normal(size_t(m) * s.q_stride), ckv = normal(size_t(m) * W);
+    const auto past_f = normal(size_t(c.n_past) * W);
+    std::vector<uint16_t> cache(size_t(n_ctx) * W, 0x7e00u);  // NaN
+    for (size_t i = 0; i < past_f.size(); ++i) cache[i] = quant::f32_to_f16(past_f[i]);
+    std::vector<uint16_t> want_cache = cache;  // the store's expected result: the CPU's rounding
+    for (size_t i = 0; i < ckv.size(); ++i) want_cache[size_t(c.n_past) * W + i] = quant::f32_to_f16(ckv[i]);
+
     auto* d_qa = upload(q_abs);
-    auto* d_qp = upload(q_pe);
+    auto* d_q = upload(q);
+    auto* d_ckv = upload(ckv);
     auto* d_cache = upload(cache);
-    std::vector<float> poison(size_t(s.n_head * s.kv_lora), NAN);
+    auto* d_pos = upload(std::vector<int32_t>{c.n_past});
+    std::vector<float> poison(size_t(H) * m * C, NAN);
     float* d_out = upload(poison);
-    float* d_scratch = nullptr;
-    cudaMalloc(&d_scratch, cuda::mla_decode_scratch_floats(s) * sizeof(float));
-    const cudaError_t e = cuda::mla_decode_attention(d_qa, d_qp, reinterpret_cast<const __half*>(d_cache), s, d_scratch,
-                                                     d_out, nullptr);
+    auto* cache_h = reinterpret_cast<__half*>(d_cache);
+    cudaError_t e = cuda::mla_cache_store(d_ckv, m, W, d_pos, cache_h, nullptr);
+    if (e == cudaSuccess) e = cuda::mla_attention(d_qa, d_q, cache_h, d_pos, s, d_out, nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
     const auto got = download(d_out, poison.size());
-    double err = 0.0;
-    std::vector<double> p(size_t(s.n_kv));
-    for (int h = 0; h < s.n_head; ++h) {
-        double mx = -1e300, sum = 0.0;
-        for (int k = 0; k < s.n_kv; ++k) {
-            double dot = 0.0;
-            for (int i = 0; i < W; ++i) {
-                const double q = i < s.kv_lora ? q_abs[size_t(h * s.kv_lora + i)] : q_pe[size_t(h * s.n_rot + i - s.kv_lora)];
-                dot += q * double(quant::f16_to_f32(cache[size_t(k * W + i)]));
+    const auto got_cache = download(d_cache, cache.size());
+
+    size_t cache_diff = 0;
+    for (size_t i = 0; i < cache.size(); ++i) cache_diff += got_cache[i] != want_cache[i];
+    std::vector<double> key(size_t(n_ctx) * W), p;
+    for (size_t i = 0; i < key.size(); ++i) key[i] = double(quant::f16_to_f32(want_cache[i]));
+    double err = 0.0, max_o = 0.0;
+    for (int h = 0; h < H; ++h)
+        for (int t = 0; t < m; ++t) {
+            const int64_t n_keys = int64_t(c.n_past) + t + 1;  // causal
+            const float* qa = &q_abs[(size_t(h) * m + t) * C];
+            const float* qpe = &q[size_t(t) * s.q_stride + size_t(h) * s.q_head_stride + s.q_pe_offset];
+            p.assign(size_t(n_keys), 0.0);
+            double mx = -1e300, sum = 0.0;
+            for (int64_t k = 0; k < n_keys; ++k) {
+                const double* row = &key[size_t(k) * W];
+                double dot = 0.0;
+                for (int i = 0; i < C; ++i) dot += double(qa[i]) * row[i];
+                for (int i = 0; i < R; ++i) dot += double(qpe[i]) * row[C + i];
+                p[size_t(k)] = dot * c.scale;
+                mx = std::max(mx, p[size_t(k)]);
             }
-            p[size_t(k)] = dot * s.scale;
-            mx = std::max(mx, p[size_t(k)]);
+            for (auto& v : p) sum += v = std::exp(v - mx);
+            for (int ch = 0; ch < C; ++ch) {
+                double o = 0.0;
+                for (int64_t k = 0; k < n_keys; ++k) o += p[size_t(k)] * key[size_t(k) * W + ch];
+                o /= sum;
+                max_o = std::max(max_o, std::fabs(o));
+                const double d = std::fabs(double(got[(size_t(h) * m + t) * C + ch]) - o);
+                err = std::isnan(d) ? INFINITY : std::max(err, d);
+            }
         }
-        for (auto& v : p) sum += v = std::exp(v - mx);
-        for (int c = 0; c < s.kv_lora; ++c) {
-            double o = 0.0;
-            for (int k = 0; k < s.n_kv; ++k) o += p[size_t(k)] / sum * double(quant::f16_to_f32(cache[size_t(k * W + c)]));
-            err = std::max(err, std::fabs(double(got[size_t(h * s.kv_lora + c)]) - o));
-        }
+    const double tol = 1e-4 * max_o;
+    char what[96];
+    std::snprintf(what, sizeof what, "mla_attention H%d C%d R%d m%d past%d", H, C, R, m, c.n_past);
+    report(e == cudaSuccess && err <= tol, what, err, tol);
+    std::snprintf(what, sizeof what, "mla_cache_store C%d R%d m%d (bits)", C, R, m);
+    report(e == cudaSuccess && cache_diff == 0, what, double(cache_diff), 0.0);
+    for (void* ptr : {(void*)d_qa, (void*)d_q, (void*)d_ckv, (void*)d_cache, (void*)d_pos, (void*)d_out}) cudaFree(ptr);
+}
+
+// Bad shapes, null pointers, a misaligned cache: cudaErrorInvalidValue before any launch, so
+// this runs without a GPU too (host buffers stand in for device ones: nothing is read).
+void test_mla_arguments() {
+    static float fake[1024];
+    float* f = fake;
+    const auto* cache = reinterpret_cast<const __half*>(fake + 512);
+    const auto* odd_cache = reinterpret_cast<const __half*>(reinterpret_cast<const char*>(fake + 512) + 1);
+    const auto* pos = reinterpret_cast<const int32_t*>(fake + 1000);
+    auto* store_to = reinterpret_cast<__half*>(fake + 512);
+    const cuda::MlaAttentionShape good{2, 16, 4, 1, 2 * 12, 12, 8, 0.1f};
+    auto with = [&](auto change) {
+        cuda::MlaAttentionShape s = good;
+        change(s);
+        return cuda::mla_attention(f, f, cache, pos, s, f, nullptr);
+    };
+    struct Check {
+        const char* what;
+        cudaError_t got;
+    };
+    const Check checks[] = {
+        {"mla_attention n_head 0", with([](auto& s) { s.n_head = 0; })},
+        {"mla_attention kv_lora 0", with([](auto& s) { s.kv_lora = 0; })},
+        {"mla_attention kv_lora over the limit", with([](auto& s) { s.kv_lora = cuda::kMlaMaxLatent + 1; })},
+        {"mla_attention n_rot < 0", with([](auto& s) { s.n_rot = -1; })},
+        {"mla_attention n_rot over the limit", with([](auto& s) { s.n_rot = cuda::kMlaMaxRope + 1; })},
+        {"mla_attention n_tokens 0", with([](auto& s) { s.n_tokens = 0; })},
+        {"mla_attention rope past the head", with([](auto& s) { s.q_pe_offset = 9; })},
+        {"mla_attention q_pe_offset < 0", with([](auto& s) { s.q_pe_offset = -1; })},
+        {"mla_attention rope past the row", with([](auto& s) { s.q_stride = 2 * 12 - 1; })},
+        {"mla_attention scale NaN", with([](auto& s) { s.scale = NAN; })},
+        {"mla_attention q_abs null", cuda::mla_attention(nullptr, f, cache, pos, good, f, nullptr)},
+        {"mla_attention q null", cuda::mla_attention(f, nullptr, cache, pos, good, f, nullptr)},
+        {"mla_attention cache null", cuda::mla_attention(f, f, nullptr, pos, good, f, nullptr)},
+        {"mla_attention cache misaligned", cuda::mla_attention(f, f, odd_cache, pos, good, f, nullptr)},
+        {"mla_attention pos0 null", cuda::mla_attention(f, f, cache, nullptr, good, f, nullptr)},
+        {"mla_attention o_lat null", cuda::mla_attention(f, f, cache, pos, good, nullptr, nullptr)},
+        {"mla_cache_store n_tokens 0", cuda::mla_cache_store(f, 0, 20, pos, store_to, nullptr)},
+        {"mla_cache_store width 0", cuda::mla_cache_store(f, 1, 0, pos, store_to, nullptr)},
+        {"mla_cache_store ckv null", cuda::mla_cache_store(nullptr, 1, 20, pos, store_to, nullptr)},
+        {"mla_cache_store pos0 null", cuda::mla_cache_store(f, 1, 20, nullptr, store_to, nullptr)},
+        {"mla_cache_store cache null", cuda::mla_cache_store(f, 1, 20, pos, nullptr, nullptr)},
+    };
+    for (const Check& c : checks) {
+        const bool ok = c.got == cudaErrorInvalidValue;
+        failures += !ok;
+        std::printf("%s %-34s %s\n", ok ? "PASS" : "FAIL", c.what, ok ? "rejected" : cudaGetErrorString(c.got));
     }
-    report(e == cudaSuccess && err < 1e-4, "mla_decode_attention (8 heads, 333)", err, 1e-4);
-    cudaFree(d_qa), cudaFree(d_qp), cudaFree(d_cache), cudaFree(d_out), cudaFree(d_scratch);
+}
+
+void test_mla() {
+    // T = 1 below 16 tokens, 8 from 16 (several token tiles, a ragged last one); half2 rows for
+    // even C and R, single halves otherwise; 64-position tiles (n_past + m not a multiple of 64).
+    const std::vector<MlaCase> full = {
+        {8, 512, 64, 1, 333, 0.0722f},    // decode
+        {2, 512, 64, 1, 4099, 0.0722f},   // decode, a long cache
+        {4, 512, 64, 37, 100, 0.0722f},   // prefill after a prefix: every token's causal mask
+        {3, 512, 64, 64, 1000, 0.0722f},  // prefill, many tiles
+        {3, 512, 0, 5, 70, 0.0722f},      // no rope part, a few tokens at T = 1
+        {5, 96, 64, 20, 0, 0.3f},         // C = 96, from position 0 (token 0 sees itself only), peaked
+        {2, 97, 3, 17, 5, 0.1f},          // odd widths: single-half reads, T = 8
+        {2, 511, 1, 3, 65, 0.05f},        // odd widths at T = 1
+        {1, 1024, 128, 16, 40, 0.05f},    // the largest row (the most shared memory)
+    };
+    const std::vector<MlaCase> small = {
+        {2, 512, 64, 1, 300, 0.2f},  // five tiles: the running max moves
+        {2, 96, 64, 19, 130, 0.3f},
+        {1, 97, 3, 2, 65, 0.1f},
+    };
+    for (const MlaCase& c : cuda_test::small_sizes() ? small : full) test_mla_case(c);
 }
 
 }  // namespace
 
 int main() {
-    if (const int skip = cuda_test::start("cuda moe/mla tests")) return skip;
+    test_mla_arguments();  // launches nothing: runs without a GPU too
+    if (const int skip = cuda_test::start("cuda moe/mla tests")) return failures ? 1 : skip;
     test_route();
     test_gate_up_down();
     test_mla();
