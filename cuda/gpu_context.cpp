@@ -1,6 +1,7 @@
-// The llama-family forward pass on the GPU (see gpu_context.hpp): setup, the per-layer kernel
-// sequence (the order of exec::Context::attention_gqa and ffn_dense), micro-batches and the
-// captured one-token graph.
+// The forward pass on the GPU (see gpu_context.hpp): setup, the per-layer sequence (the order of
+// exec::Context::run_layers, attention residuals included), the grouped-query attention and
+// dense FFN blocks, micro-batches and the captured one-token graph. The latent attention, KDA and
+// MoE blocks are in gpu_context_mla.cpp, gpu_context_kda.cpp and gpu_context_moe.cpp.
 #include "gpu_context.hpp"
 
 #include <algorithm>
@@ -13,6 +14,10 @@
 
 #include "attention.cuh"
 #include "cuda_error.hpp"
+#include "exec/device_activations.hpp"
+#include "gpu_context_device.hpp"
+#include "kda_chunk.cuh"
+#include "model_ops.cuh"
 #include "exec/device_plan.hpp"
 #include "exec/rope.hpp"
 #include "exec/sequence.hpp"
@@ -25,33 +30,6 @@
 namespace strata::cuda {
 
 namespace {
-
-struct CudaFree {
-    void operator()(void* p) const { cudaFree(p); }
-};
-struct PinnedFree {
-    void operator()(void* p) const { cudaFreeHost(p); }
-};
-using DevicePtr = std::unique_ptr<void, CudaFree>;
-using PinnedPtr = std::unique_ptr<void, PinnedFree>;
-
-DevicePtr device_alloc(uint64_t bytes, const char* what) {
-    void* p = nullptr;
-    if (cudaError_t e = cudaMalloc(&p, std::max<uint64_t>(bytes, 256)); e != cudaSuccess) {
-        (void)cudaGetLastError();
-        check(e, (std::string("allocating ") + std::to_string(bytes) + " bytes of device memory for " + what).c_str());
-    }
-    return DevicePtr(p);
-}
-
-PinnedPtr pinned_alloc(uint64_t bytes, const char* what) {
-    void* p = nullptr;
-    if (cudaError_t e = cudaMallocHost(&p, std::max<uint64_t>(bytes, 64)); e != cudaSuccess) {
-        (void)cudaGetLastError();
-        check(e, (std::string("allocating ") + std::to_string(bytes) + " bytes of pinned host memory for " + what).c_str());
-    }
-    return PinnedPtr(p);
-}
 
 // Hands out pieces of one allocation, each on a 256-byte boundary; a first pass over a null base
 // only measures.
@@ -72,6 +50,15 @@ private:
     uint64_t offset_ = 0;
 };
 
+int count_layers(const model::Hparams& hp, int first, int last, int kind) {  // 0 gqa, 1 mla, 2 kda
+    int n = 0;
+    for (int il = first; il < last; ++il) {
+        const bool rec = hp.is_recurrent_layer(il);
+        n += kind == 2 ? rec : kind == 1 ? (!rec && hp.is_mla()) : (!rec && !hp.is_mla());
+    }
+    return n;
+}
+
 uint64_t free_device_memory() {
     size_t free_bytes = 0, total_bytes = 0;
     check(cudaMemGetInfo(&free_bytes, &total_bytes), "asking the device for its free memory");
@@ -80,56 +67,48 @@ uint64_t free_device_memory() {
 
 }  // namespace
 
-struct GpuContext::Device {
-    cudaStream_t stream = nullptr;
-    std::unique_ptr<GpuWeights> w;
-    std::unique_ptr<DeviceMatmul> mm;
-    AttentionShape attn;
-    uint64_t kv_layer_bytes = 0;  // one layer's K (or V) cache: n_ctx rows
-    DevicePtr kv_mem, act_mem, rope_mem, ws_mem;
-    uint8_t* kv = nullptr;        // [layer][K, V][n_ctx][row_bytes]
-    float *x = nullptr, *xn = nullptr, *proj = nullptr, *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
-    float *gate = nullptr, *up = nullptr, *logits = nullptr;
-    int32_t* ids = nullptr;
-    int32_t* n_past = nullptr;
-    const float* cos = nullptr;
-    const float* sin = nullptr;
-    int n_pairs = 0;
-    void* ws = nullptr;
-    PinnedPtr h_ids_mem, h_n_past_mem, h_in_mem, h_out_mem;
-    int32_t* h_ids = nullptr;
-    int32_t* h_n_past = nullptr;
-    float* h_in = nullptr;
-    float* h_out = nullptr;
-    cudaGraphExec_t graph[2] = {nullptr, nullptr};  // per Input: tokens, hidden
-    int64_t one_token_runs[2] = {0, 0};
-
-    // Carves the activations of n_batch tokens (the sizes device_plan_inputs counts).
-    void carve(Carver& c, const model::Hparams& hp, int64_t nb, bool last_stage) {
-        const uint64_t n = uint64_t(nb);
-        x = c.take<float>(n * uint64_t(hp.n_embd));
-        xn = c.take<float>(n * uint64_t(hp.n_embd));
-        proj = c.take<float>(n * uint64_t(hp.n_embd));
-        q = c.take<float>(n * uint64_t(hp.n_q()));
-        att = c.take<float>(n * uint64_t(hp.n_q()));
-        k = c.take<float>(n * uint64_t(hp.n_kv()));
-        v = c.take<float>(n * uint64_t(hp.n_kv()));
-        gate = c.take<float>(n * uint64_t(hp.n_ff));
-        up = c.take<float>(n * uint64_t(hp.n_ff));
-        logits = last_stage ? c.take<float>(uint64_t(exec::device_logit_rows(nb)) * uint64_t(hp.n_vocab)) : nullptr;
-        ids = c.take<int32_t>(n);
-        n_past = c.take<int32_t>(1);
+DevicePtr device_alloc(uint64_t bytes, const char* what) {
+    void* p = nullptr;
+    if (cudaError_t e = cudaMalloc(&p, std::max<uint64_t>(bytes, 256)); e != cudaSuccess) {
+        (void)cudaGetLastError();
+        check(e, (std::string("allocating ") + std::to_string(bytes) + " bytes of device memory for " + what).c_str());
     }
+    return DevicePtr(p);
+}
 
-    ~Device() {
-        if (stream) cudaStreamSynchronize(stream);
-        for (cudaGraphExec_t& g : graph)
-            if (g) cudaGraphExecDestroy(g);
-        mm.reset();
-        w.reset();
-        if (stream) cudaStreamDestroy(stream);
+PinnedPtr pinned_alloc(uint64_t bytes, const char* what) {
+    void* p = nullptr;
+    if (cudaError_t e = cudaMallocHost(&p, std::max<uint64_t>(bytes, 64)); e != cudaSuccess) {
+        (void)cudaGetLastError();
+        check(e, (std::string("allocating ") + std::to_string(bytes) + " bytes of pinned host memory for " + what).c_str());
     }
-};
+    return PinnedPtr(p);
+}
+
+GpuContext::Device::~Device() {
+    if (stream) cudaStreamSynchronize(stream);
+    for (cudaGraphExec_t& g : graph)
+        if (g) cudaGraphExecDestroy(g);
+    mm.reset();
+    w.reset();
+    if (stream) cudaStreamDestroy(stream);
+}
+
+namespace {
+
+// Carves the activations of n_batch tokens: the widths the plan counts (device_activation_bytes),
+// then the int32 rows, logits, token ids and n_past.
+void carve_activations(GpuContext::Device& d, Carver& c, const model::Hparams& hp, int64_t nb, bool last_stage) {
+    exec::zip_device_activations(d.widths, d.a, [&](int64_t width, float*& p) {
+        p = width > 0 ? c.take<float>(uint64_t(width) * uint64_t(nb)) : nullptr;
+    });
+    d.ints = d.widths.chosen_ints > 0 ? c.take<int32_t>(uint64_t(d.widths.chosen_ints) * uint64_t(nb)) : nullptr;
+    d.logits = last_stage ? c.take<float>(uint64_t(exec::device_logit_rows(nb)) * uint64_t(hp.n_vocab)) : nullptr;
+    d.ids = c.take<int32_t>(uint64_t(nb));
+    d.n_past = c.take<int32_t>(1);
+}
+
+}  // namespace
 
 std::string gpu_unavailable_reason() {
     int devices = 0;
@@ -147,6 +126,9 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     exec::check_gpu_supports(hp_);
     if (params.n_ctx < 0) fail(Status::invalid_argument, "n_ctx must be >= 0 (0: the model's context length capped at 4096)");
     if (params.n_batch <= 0) fail(Status::invalid_argument, "n_batch must be positive");
+    if (params.kda_chunk < 0 || params.kda_chunk > kKdaChunkMaxTokens)
+        fail(Status::invalid_argument, "kda_chunk must be within [0, " + std::to_string(kKdaChunkMaxTokens) +
+                                           "] on the GPU (0: the step form), is " + std::to_string(params.kda_chunk));
     if (std::string why = gpu_unavailable_reason(); !why.empty()) fail(Status::unsupported, why);
     const int last = params.last_layer < 0 ? int(hp_.n_layer) : params.last_layer;
     const model::ModelWeights w = model::bind_weights(file, hp_, params.first_layer, last);
@@ -156,21 +138,47 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     n_ctx_ = params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(hp_.n_ctx_train, 4096);
     if (n_ctx_ > INT32_MAX) fail(Status::invalid_argument, "n_ctx " + std::to_string(n_ctx_) + " exceeds the GPU's 32-bit positions");
     n_batch_ = std::min(params.n_batch, n_ctx_);
+    kda_chunk_ = params.kda_chunk;
     graphs_ = options.cuda_graphs;
 
-    const int64_t E = hp_.n_embd, Q = hp_.n_q(), KV = hp_.n_kv(), F = hp_.n_ff;
-    const MatmulLimits limits{.max_cols = std::max({E, Q, F}),
-                              .max_rows = std::max({E, Q, KV, F, last_stage_ ? hp_.n_vocab : int64_t(0)}),
-                              .max_tokens = n_batch_};
     Device& d = *d_;
-    d.attn = AttentionShape{.n_head = int(hp_.n_head),
-                            .n_head_kv = int(hp_.n_head_kv),
-                            .head_dim = int(hp_.head_dim),
-                            .kv_q8_0 = params.kv_type == exec::KvType::q8_0 ? 1 : 0,
-                            .row_bytes = exec::kv_row_bytes(params.kv_type, hp_.n_head_kv, hp_.head_dim),
-                            .n_ctx = n_ctx_,
-                            .scale = float(1.0 / std::sqrt(double(hp_.head_dim)))};
-    const uint64_t ws_bytes = std::max(attention_workspace_bytes(d.attn, 1), attention_workspace_bytes(d.attn, int(n_batch_)));
+    const int n_gqa = count_layers(hp_, first_layer_, last_layer_, 0);
+    const int n_mla = count_layers(hp_, first_layer_, last_layer_, 1);
+    const int n_kda = count_layers(hp_, first_layer_, last_layer_, 2);
+    recurrent_ = n_kda > 0;
+    {
+        int gqa = 0, mla = 0, kda = 0;
+        for (int il = first_layer_; il < last_layer_; ++il) {
+            const bool rec = hp_.is_recurrent_layer(il);
+            d.kda_slot.push_back(rec ? kda++ : -1);
+            d.mla_slot.push_back(!rec && hp_.is_mla() ? mla++ : -1);
+            d.gqa_slot.push_back(!rec && !hp_.is_mla() ? gqa++ : -1);
+        }
+    }
+    bool any_moe = false;
+    for (const model::LayerWeights& L : w.layers) any_moe = any_moe || L.moe;
+
+    MatmulLimits limits{.max_tokens = n_batch_};
+    GpuWeights::matrix_extents(w, &limits.max_cols, &limits.max_rows);
+    uint64_t ws_bytes = 0;
+    if (n_gqa > 0) {
+        d.attn = AttentionShape{.n_head = int(hp_.n_head),
+                                .n_head_kv = int(hp_.n_head_kv),
+                                .head_dim = int(hp_.head_dim),
+                                .kv_q8_0 = params.kv_type == exec::KvType::q8_0 ? 1 : 0,
+                                .row_bytes = exec::kv_row_bytes(params.kv_type, hp_.n_head_kv, hp_.head_dim),
+                                .n_ctx = n_ctx_,
+                                .scale = float(1.0 / std::sqrt(double(hp_.head_dim)))};
+        ws_bytes = std::max(attention_workspace_bytes(d.attn, 1), attention_workspace_bytes(d.attn, int(n_batch_)));
+    }
+    // MoE: on the device when every routed expert is IQ1_S (one-token steps), else on the host.
+    std::string host_routing;
+    uint64_t route_ws_bytes = 0;
+    if (any_moe) {
+        host_routing = exec::gpu_host_routing_reason(w);
+        d.device_routing = host_routing.empty();
+        if (d.device_routing) route_ws_bytes = moe_route_workspace_bytes(exec::moe_route_of(hp_.moe), 1);
+    }
 
     // Plan before allocating anything.
     exec::PlanInputs in = exec::device_plan_inputs(hp_, {.first_layer = first_layer_,
@@ -180,7 +188,8 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
                                                          .kv_type = params.kv_type,
                                                          .weight_bytes = GpuWeights::upload_bytes(w),
                                                          .matmul_workspace_bytes = DeviceMatmul::workspace_bytes(limits),
-                                                         .attention_workspace_bytes = ws_bytes});
+                                                         .attention_workspace_bytes = ws_bytes,
+                                                         .route_workspace_bytes = route_ws_bytes});
     in.n_ctx_train = hp_.n_ctx_train;
     in.budget_bytes = params.memory_budget > 0 ? params.memory_budget : free_device_memory();
     plan_ = exec::make_plan(in);
@@ -196,42 +205,84 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     d.w = std::make_unique<GpuWeights>(w, options.progress);
     d.mm = std::make_unique<DeviceMatmul>(limits, d.stream);
 
-    const uint64_t n_layers = uint64_t(last_layer_ - first_layer_);
-    d.kv_layer_bytes = uint64_t(n_ctx_) * d.attn.row_bytes;
-    d.kv_mem = device_alloc(2 * n_layers * d.kv_layer_bytes, "the KV cache");
-    d.kv = static_cast<uint8_t*>(d.kv_mem.get());
+    // Caches, each poisoned (all-ones bytes: NaN floats, NaN f16 and q8_0 scales) so that a kernel
+    // reading what nothing wrote shows up as NaN in the outputs instead of plausible numbers.
+    if (n_gqa > 0) {
+        d.kv_layer_bytes = uint64_t(n_ctx_) * d.attn.row_bytes;
+        d.kv_mem = device_alloc(2 * uint64_t(n_gqa) * d.kv_layer_bytes, "the KV cache");
+        d.kv = static_cast<uint8_t*>(d.kv_mem.get());
+        check(cudaMemset(d.kv, 0xFF, 2 * uint64_t(n_gqa) * d.kv_layer_bytes), "poisoning the KV cache");
+    }
+    if (n_mla > 0) {
+        d.latent_layer_halves = uint64_t(n_ctx_) * uint64_t(hp_.mla.kv_lora_rank + hp_.rope.n_rot);
+        const uint64_t bytes = uint64_t(n_mla) * d.latent_layer_halves * sizeof(__half);
+        d.latent_mem = device_alloc(bytes, "the latent (MLA) cache");
+        d.latent = static_cast<__half*>(d.latent_mem.get());
+        check(cudaMemset(d.latent, 0xFF, bytes), "poisoning the latent cache");
+    }
+    if (n_kda > 0) {
+        const uint64_t D = uint64_t(hp_.kda_width()), dk = uint64_t(hp_.kda.head_dim);
+        d.kda_conv_floats = 3 * D * uint64_t(hp_.kda.conv_kernel - 1);
+        d.kda_layer_floats = d.kda_conv_floats + uint64_t(hp_.n_head) * dk * dk;
+        d.kda_bytes = uint64_t(n_kda) * d.kda_layer_floats * sizeof(float);
+        d.kda_mem = device_alloc(d.kda_bytes, "the recurrent (KDA) state");
+        d.kda = static_cast<float*>(d.kda_mem.get());
+        check(cudaMemset(d.kda, 0, d.kda_bytes), "clearing the recurrent state");
+    }
 
+    d.widths = exec::device_activation_widths(hp_, first_layer_, last_layer_);
     Carver measure(nullptr);
-    d.carve(measure, hp_, n_batch_, last_stage_);
+    carve_activations(d, measure, hp_, n_batch_, last_stage_);
     d.act_mem = device_alloc(measure.bytes(), "the activations");
     Carver place(static_cast<uint8_t*>(d.act_mem.get()));
-    d.carve(place, hp_, n_batch_, last_stage_);
-    // Poisoned (all-ones bytes: NaN floats, NaN f16 and q8_0 scales) so that a kernel reading
-    // what nothing wrote shows up as NaN in the outputs instead of plausible numbers.
+    carve_activations(d, place, hp_, n_batch_, last_stage_);
     check(cudaMemset(d.act_mem.get(), 0xFF, measure.bytes()), "poisoning the activations");
-    check(cudaMemset(d.kv_mem.get(), 0xFF, 2 * n_layers * d.kv_layer_bytes), "poisoning the KV cache");
 
-    d.ws_mem = device_alloc(ws_bytes, "the attention workspace");
-    d.ws = d.ws_mem.get();
+    if (ws_bytes > 0) {
+        d.ws_mem = device_alloc(ws_bytes, "the attention workspace");
+        d.ws = d.ws_mem.get();
+    }
+    if (route_ws_bytes > 0) {
+        d.route_ws_mem = device_alloc(route_ws_bytes, "the MoE routing workspace");
+        d.route_ws = d.route_ws_mem.get();
+    }
+    if (any_moe) {
+        d.router = std::make_unique<exec::MoeRouter>(hp_.moe);
+        for (const model::LayerWeights& L : w.layers) d.host_bias.push_back(L.exp_probs_b);
+        const uint64_t K = uint64_t(hp_.moe.n_expert_used), nb = uint64_t(n_batch_);
+        d.h_router_mem = pinned_alloc(nb * uint64_t(hp_.moe.n_expert) * sizeof(float), "router logits");
+        d.h_ints_mem = pinned_alloc(nb * 3 * K * sizeof(int32_t), "expert rows");
+        d.h_w_mem = pinned_alloc(nb * K * sizeof(float), "expert weights");
+        d.h_router = static_cast<float*>(d.h_router_mem.get());
+        d.h_ints = static_cast<int32_t*>(d.h_ints_mem.get());
+        d.h_w = static_cast<float*>(d.h_w_mem.get());
+        if (!d.device_routing && graphs_) {
+            graphs_ = false;
+            graph_disabled_ = host_routing;
+        }
+    }
 
-    // RoPE tables: the CPU's angles (exec::Rope, mscale included) for every position.
-    const exec::Rope rope(hp_);
-    d.n_pairs = int(rope.n_pairs());
-    const size_t table = size_t(n_ctx_) * size_t(d.n_pairs);
-    std::vector<float> host(2 * table);
-    for (int64_t p = 0; p < n_ctx_ && d.n_pairs > 0; ++p)
-        rope.angles(p, host.data() + size_t(p) * size_t(d.n_pairs), host.data() + table + size_t(p) * size_t(d.n_pairs));
-    d.rope_mem = device_alloc(host.size() * sizeof(float), "the RoPE tables");
-    check(cudaMemcpy(d.rope_mem.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
-          "uploading the RoPE tables");
-    d.cos = static_cast<const float*>(d.rope_mem.get());
-    d.sin = d.cos + table;
+    // RoPE tables: the CPU's angles (exec::Rope, mscale included) for every position, when a
+    // layer of the stage rotates.
+    if (exec::device_rope_tables(hp_, first_layer_, last_layer_)) {
+        const exec::Rope rope(hp_);
+        d.n_pairs = int(rope.n_pairs());
+        const size_t table = size_t(n_ctx_) * size_t(d.n_pairs);
+        std::vector<float> host(2 * table);
+        for (int64_t p = 0; p < n_ctx_; ++p)
+            rope.angles(p, host.data() + size_t(p) * size_t(d.n_pairs), host.data() + table + size_t(p) * size_t(d.n_pairs));
+        d.rope_mem = device_alloc(host.size() * sizeof(float), "the RoPE tables");
+        check(cudaMemcpy(d.rope_mem.get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
+              "uploading the RoPE tables");
+        d.cos = static_cast<const float*>(d.rope_mem.get());
+        d.sin = d.cos + table;
+    }
 
-    const uint64_t out_floats = last_stage_ ? uint64_t(exec::device_logit_rows(n_batch_)) * uint64_t(hp_.n_vocab)
-                                            : uint64_t(n_batch_) * uint64_t(E);
+    const uint64_t out_floats = std::max(last_stage_ ? uint64_t(exec::device_logit_rows(n_batch_)) * uint64_t(hp_.n_vocab) : 0,
+                                         uint64_t(n_batch_) * uint64_t(hidden_out_width()));
     d.h_ids_mem = pinned_alloc(uint64_t(n_batch_) * sizeof(int32_t), "token ids");
     d.h_n_past_mem = pinned_alloc(sizeof(int32_t), "n_past");
-    d.h_in_mem = pinned_alloc(uint64_t(n_batch_) * uint64_t(E) * sizeof(float), "hidden states in");
+    d.h_in_mem = pinned_alloc(uint64_t(n_batch_) * uint64_t(hidden_in_width()) * sizeof(float), "hidden states in");
     d.h_out_mem = pinned_alloc(out_floats * sizeof(float), "outputs");
     d.h_ids = static_cast<int32_t*>(d.h_ids_mem.get());
     d.h_n_past = static_cast<int32_t*>(d.h_n_past_mem.get());
@@ -242,19 +293,36 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
 
 GpuContext::~GpuContext() = default;
 
+int64_t GpuContext::banks_before(int64_t layer) const {
+    const int64_t B = hp_.attn_res_block;
+    return B > 0 ? (layer + B - 1) / B : 0;  // banked layers 0, B, 2B, ... below `layer`
+}
+
+int64_t GpuContext::max_bank() const { return banks_before(hp_.n_layer); }
+
 int64_t GpuContext::output_floats(int64_t n_tokens, bool all_logits) const {
     if (!last_stage_) return n_tokens * hidden_out_width();
     return (all_logits ? n_tokens : 1) * hp_.n_vocab;
+}
+
+bool GpuContext::can_truncate(int64_t n_past) const {
+    return n_past >= 0 && n_past <= n_past_ && (n_past == 0 || n_past == n_past_ || !recurrent_);
 }
 
 void GpuContext::truncate(int64_t n_past) {
     if (n_past < 0 || n_past > n_past_)
         fail(Status::invalid_argument, "truncate(" + std::to_string(n_past) + "): must be within [0, n_past = " +
                                            std::to_string(n_past_) + "]");
+    if (n_past != 0 && n_past != n_past_ && recurrent_)
+        fail(Status::unsupported, "truncate(" + std::to_string(n_past) + "): this stage has recurrent (KDA) layers, whose "
+                                  "state cannot drop positions; truncate to 0 (restart) or keep all " +
+                                      std::to_string(n_past_));
     n_past_ = n_past;
+    if (n_past == 0) lost_.clear();
 }
 
 void GpuContext::check_room(int64_t n_tokens) const {
+    if (!lost_.empty()) fail(Status::invalid_argument, lost_ + "; reset the sequence (or truncate it to 0) first");
     exec::check_context_room(n_tokens, n_past_, n_ctx_);
 }
 
@@ -282,6 +350,8 @@ void GpuContext::run(const int32_t* tokens, const float* hidden, int64_t n, floa
         // Let whatever was queued finish before the pinned buffers are written again.
         cudaStreamSynchronize(d_->stream);
         (void)cudaGetLastError();
+        // The recurrent state may already hold some of these tokens: it cannot be rolled back.
+        if (recurrent_) mark_lost("a call failed after the recurrent (KDA) state took some of its tokens");
         throw;
     }
 }
@@ -289,6 +359,8 @@ void GpuContext::run(const int32_t* tokens, const float* hidden, int64_t n, floa
 void GpuContext::run_batches(const int32_t* tokens, const float* hidden, int64_t n, float* out, bool all_logits) {
     Device& d = *d_;
     const int64_t E = hp_.n_embd, V = hp_.n_vocab;
+    const int64_t W_in = hidden_in_width(), W_out = hidden_out_width(), M = max_bank();
+    const int64_t banks_in = banks_before(first_layer_), banks_out = banks_before(last_layer_);
     const Input in = tokens ? Input::tokens : Input::hidden;
     for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
         const int64_t m = std::min(n_batch_, n - c0);
@@ -296,6 +368,9 @@ void GpuContext::run_batches(const int32_t* tokens, const float* hidden, int64_t
                    : all_logits ? Output::all_logits
                                 : (c0 + m == n ? Output::last_logits : Output::none);
         if (o == Output::all_logits && m == 1) o = Output::last_logits;  // the same single row
+        // A new sequence starts from a zero recurrent state (exec::Context does the same).
+        if (n_past_ == 0 && recurrent_)
+            check(cudaMemsetAsync(d.kda, 0, d.kda_bytes, d.stream), "clearing the recurrent state");
         // Inputs through pinned memory (the captured graph reads them from fixed device buffers).
         *d.h_n_past = int32_t(n_past_);
         if (tokens) {
@@ -303,9 +378,15 @@ void GpuContext::run_batches(const int32_t* tokens, const float* hidden, int64_t
             check(cudaMemcpyAsync(d.ids, d.h_ids, size_t(m) * sizeof(int32_t), cudaMemcpyHostToDevice, d.stream),
                   "copying token ids to the device");
         } else {
-            std::memcpy(d.h_in, hidden + c0 * E, size_t(m * E) * sizeof(float));
-            check(cudaMemcpyAsync(d.x, d.h_in, size_t(m * E) * sizeof(float), cudaMemcpyHostToDevice, d.stream),
+            // Each row: the stream, then (attention residuals) the checkpoints banked so far.
+            std::memcpy(d.h_in, hidden + c0 * W_in, size_t(m * W_in) * sizeof(float));
+            check(cudaMemcpy2DAsync(d.a.x, size_t(E) * sizeof(float), d.h_in, size_t(W_in) * sizeof(float),
+                                    size_t(E) * sizeof(float), size_t(m), cudaMemcpyHostToDevice, d.stream),
                   "copying hidden states to the device");
+            if (banks_in > 0)
+                check(cudaMemcpy2DAsync(d.a.bank, size_t(M * E) * sizeof(float), d.h_in + E, size_t(W_in) * sizeof(float),
+                                        size_t(banks_in * E) * sizeof(float), size_t(m), cudaMemcpyHostToDevice, d.stream),
+                      "copying banked checkpoints to the device");
         }
         check(cudaMemcpyAsync(d.n_past, d.h_n_past, sizeof(int32_t), cudaMemcpyHostToDevice, d.stream),
               "copying n_past to the device");
@@ -320,15 +401,23 @@ void GpuContext::run_batches(const int32_t* tokens, const float* hidden, int64_t
             const int64_t rows_max = exec::device_logit_rows(n_batch_);
             for (int64_t r0 = 0; r0 < m; r0 += rows_max) {
                 const int64_t rows = std::min(rows_max, m - r0);
-                check(rms_norm(d.x + r0 * E, d.w->output_norm, E, int(rows), float(hp_.rms_eps), d.xn, d.stream),
+                check(rms_norm(d.a.x + r0 * E, d.w->output_norm, E, int(rows), float(hp_.rms_eps), d.a.xn, d.stream),
                       "rms_norm (output)");
-                d.mm->run(d.w->output, d.xn, rows, d.logits);
+                d.mm->run(d.w->output, d.a.xn, rows, d.logits);
                 fetch(d.logits, rows * V, out + (c0 + r0) * V);
             }
         } else if (o == Output::last_logits) {
             fetch(d.logits, V, out);
         } else if (o == Output::hidden) {
-            fetch(d.x, m * E, out + c0 * E);
+            check(cudaMemcpy2DAsync(d.h_out, size_t(W_out) * sizeof(float), d.a.x, size_t(E) * sizeof(float),
+                                    size_t(E) * sizeof(float), size_t(m), cudaMemcpyDeviceToHost, d.stream),
+                  "copying hidden states from the device");
+            if (banks_out > 0)
+                check(cudaMemcpy2DAsync(d.h_out + E, size_t(W_out) * sizeof(float), d.a.bank, size_t(M * E) * sizeof(float),
+                                        size_t(banks_out * E) * sizeof(float), size_t(m), cudaMemcpyDeviceToHost, d.stream),
+                      "copying banked checkpoints from the device");
+            check(cudaStreamSynchronize(d.stream), "running the forward pass on the GPU");
+            std::memcpy(out + c0 * W_out, d.h_out, size_t(m * W_out) * sizeof(float));
         } else {
             check(cudaStreamSynchronize(d.stream), "running the forward pass on the GPU");
         }
@@ -384,55 +473,113 @@ void GpuContext::enqueue(int m, Input in, Output o) {
     Device& d = *d_;
     const int64_t E = hp_.n_embd;
     const float eps = float(hp_.rms_eps);
-    if (in == Input::tokens) check(get_rows(d.w->token_embd, d.ids, m, d.x, d.stream), "get_rows (token embeddings)");
+    if (in == Input::tokens) check(get_rows(d.w->token_embd, d.ids, m, d.a.x, d.stream), "get_rows (token embeddings)");
+    n_bank_ = banks_before(first_layer_);  // the same at every call: a captured graph stays valid
     for (size_t li = 0; li < d.w->layers.size(); ++li) enqueue_layer(li, m);
+    if (last_stage_ && hp_.attn_res_block > 0) {  // the output norm reads a mix too
+        residual_mix(d.w->output_res_score, m);
+        check(cudaMemcpyAsync(d.a.x, d.a.mixed, size_t(m) * size_t(E) * sizeof(float), cudaMemcpyDeviceToDevice, d.stream),
+              "copying the output mix");
+    }
     if (o == Output::last_logits) {  // (all_logits: run() computes them in chunks of rows)
-        check(rms_norm(d.x + int64_t(m - 1) * E, d.w->output_norm, E, 1, eps, d.xn, d.stream), "rms_norm (output)");
-        d.mm->run(d.w->output, d.xn, 1, d.logits);
+        check(rms_norm(d.a.x + int64_t(m - 1) * E, d.w->output_norm, E, 1, eps, d.a.xn, d.stream), "rms_norm (output)");
+        d.mm->run(d.w->output, d.a.xn, 1, d.logits);
     }
 }
 
-// One layer on m tokens of d.x, in exec::Context's order: norm, q/k/v (+ biases, per-head norms),
-// RoPE, cache, attention, output projection, residual; norm, SwiGLU FFN, residual.
+void GpuContext::residual_mix(const float* w, int m) {
+    Device& d = *d_;
+    const int64_t E = hp_.n_embd;
+    check(attn_res_mix(d.a.x, d.a.bank, int(n_bank_), max_bank() * E, w, m, E, float(hp_.rms_eps), d.a.mixed, d.stream),
+          "attn_res_mix");
+}
+
+// One layer on m tokens of d.a.x, in exec::Context::run_layers' order: (attention residuals: the
+// mix of the banked checkpoints, banking x every attn_res_block layers) norm, attention block,
+// residual; (mix) norm, FFN block, residual.
 void GpuContext::enqueue_layer(size_t li, int m) {
     Device& d = *d_;
     const GpuLayerWeights& L = d.w->layers[li];
-    const int64_t E = hp_.n_embd, Q = hp_.n_q(), KV = hp_.n_kv(), F = hp_.n_ff;
+    const int64_t E = hp_.n_embd, B = hp_.attn_res_block, il = first_layer_ + int64_t(li);
+    const float eps = float(hp_.rms_eps);
+    const size_t bytes = size_t(m) * size_t(E) * sizeof(float);
+    cudaStream_t s = d.stream;
+
+    const float* in = d.a.x;
+    bool banked = false;
+    if (B > 0) {
+        residual_mix(L.attn_res_score, m);
+        in = d.a.mixed;
+        if (il % B == 0) {  // bank x itself; the stream restarts from this block's output
+            check(cudaMemcpy2DAsync(d.a.bank + n_bank_ * E, size_t(max_bank() * E) * sizeof(float), d.a.x,
+                                    size_t(E) * sizeof(float), size_t(E) * sizeof(float), size_t(m),
+                                    cudaMemcpyDeviceToDevice, s),
+                  "banking a checkpoint");
+            ++n_bank_;
+            banked = true;
+        }
+    }
+    check(rms_norm(in, L.attn_norm, E, m, eps, d.a.xn, s), "rms_norm (attention)");
+    if (L.recurrent) attention_kda(li, m);
+    else if (hp_.is_mla()) attention_mla(li, m);
+    else attention_gqa(li, m);
+    if (banked) check(cudaMemcpyAsync(d.a.x, d.a.proj, bytes, cudaMemcpyDeviceToDevice, s), "restarting the stream");
+    else check(add_inplace(d.a.x, d.a.proj, size_t(m) * size_t(E), s), "add_inplace (attention residual)");
+
+    in = d.a.x;
+    if (B > 0) {
+        residual_mix(L.ffn_res_score, m);
+        in = d.a.mixed;
+    }
+    check(rms_norm(in, L.ffn_norm, E, m, eps, d.a.xn, s), "rms_norm (ffn)");
+    if (L.moe) ffn_moe(li, m);
+    else ffn_dense(L.gate, L.up, L.down, m, d.a.proj);
+    check(add_inplace(d.a.x, d.a.proj, size_t(m) * size_t(E), s), "add_inplace (ffn residual)");
+}
+
+// Grouped-query attention (exec::Context::attention_gqa): q/k/v (+ biases, per-head norms), RoPE,
+// cache, attention, output projection.
+void GpuContext::attention_gqa(size_t li, int m) {
+    Device& d = *d_;
+    const GpuLayerWeights& L = d.w->layers[li];
+    const int64_t Q = hp_.n_q(), KV = hp_.n_kv();
     const int D = int(hp_.head_dim), H = int(hp_.n_head), HKV = int(hp_.n_head_kv);
     const float eps = float(hp_.rms_eps);
     const int neox = hp_.arch.rope_order == model::RopeOrder::neox ? 1 : 0;
     cudaStream_t s = d.stream;
-    uint8_t* k_cache = d.kv + 2 * uint64_t(li) * d.kv_layer_bytes;
+    uint8_t* k_cache = d.kv + 2 * uint64_t(d.gqa_slot[li]) * d.kv_layer_bytes;
     uint8_t* v_cache = k_cache + d.kv_layer_bytes;
 
-    check(rms_norm(d.x, L.attn_norm, E, m, eps, d.xn, s), "rms_norm (attention)");
-    d.mm->run(L.wq, d.xn, m, d.q);
-    d.mm->run(L.wk, d.xn, m, d.k);
-    d.mm->run(L.wv, d.xn, m, d.v);
+    d.mm->run(L.wq, d.a.xn, m, d.a.q);
+    d.mm->run(L.wk, d.a.xn, m, d.a.k);
+    d.mm->run(L.wv, d.a.xn, m, d.a.v);
     if (L.bq) {
-        check(add_row_bias(d.q, L.bq, Q, m, s), "add_row_bias (q)");
-        check(add_row_bias(d.k, L.bk, KV, m, s), "add_row_bias (k)");
-        check(add_row_bias(d.v, L.bv, KV, m, s), "add_row_bias (v)");
+        check(add_row_bias(d.a.q, L.bq, Q, m, s), "add_row_bias (q)");
+        check(add_row_bias(d.a.k, L.bk, KV, m, s), "add_row_bias (k)");
+        check(add_row_bias(d.a.v, L.bv, KV, m, s), "add_row_bias (v)");
     }
     if (L.q_norm) {
-        check(head_rms_norm(d.q, L.q_norm, m, H, D, Q, eps, s), "head_rms_norm (q)");
-        check(head_rms_norm(d.k, L.k_norm, m, HKV, D, KV, eps, s), "head_rms_norm (k)");
+        check(head_rms_norm(d.a.q, L.q_norm, m, H, D, Q, eps, s), "head_rms_norm (q)");
+        check(head_rms_norm(d.a.k, L.k_norm, m, HKV, D, KV, eps, s), "head_rms_norm (k)");
     }
     if (d.n_pairs > 0) {
-        check(rope(d.q, m, H, D, Q, d.cos, d.sin, d.n_pairs, neox, d.n_past, s), "rope (q)");
-        check(rope(d.k, m, HKV, D, KV, d.cos, d.sin, d.n_pairs, neox, d.n_past, s), "rope (k)");
+        check(rope(d.a.q, m, H, D, Q, d.cos, d.sin, d.n_pairs, neox, d.n_past, s), "rope (q)");
+        check(rope(d.a.k, m, HKV, D, KV, d.cos, d.sin, d.n_pairs, neox, d.n_past, s), "rope (k)");
     }
-    check(kv_store(d.k, d.v, m, k_cache, v_cache, d.attn, d.n_past, s), "kv_store");
-    check(attention(d.q, k_cache, v_cache, d.attn, m, d.n_past, d.ws, d.att, s), "attention");
-    d.mm->run(L.wo, d.att, m, d.proj);
-    check(add_inplace(d.x, d.proj, size_t(m) * size_t(E), s), "add_inplace (attention residual)");
+    check(kv_store(d.a.k, d.a.v, m, k_cache, v_cache, d.attn, d.n_past, s), "kv_store");
+    check(attention(d.a.q, k_cache, v_cache, d.attn, m, d.n_past, d.ws, d.a.att, s), "attention");
+    d.mm->run(L.wo, d.a.att, m, d.a.proj);
+}
 
-    check(rms_norm(d.x, L.ffn_norm, E, m, eps, d.xn, s), "rms_norm (ffn)");
-    d.mm->run(L.gate, d.xn, m, d.gate);
-    d.mm->run(L.up, d.xn, m, d.up);
-    check(swiglu(d.gate, d.up, size_t(m) * size_t(F), s), "swiglu");
-    d.mm->run(L.down, d.gate, m, d.proj);
-    check(add_inplace(d.x, d.proj, size_t(m) * size_t(E), s), "add_inplace (ffn residual)");
+// SwiGLU (or SiTU where the model gives its betas): out = down(act(gate xn, up xn)).
+void GpuContext::ffn_dense(const DeviceMatrix& gate, const DeviceMatrix& up, const DeviceMatrix& down, int m, float* out) {
+    Device& d = *d_;
+    d.mm->run(gate, d.a.xn, m, d.a.gate);
+    d.mm->run(up, d.a.xn, m, d.a.up);
+    check(ffn_activate(d.a.gate, d.a.up, size_t(m) * size_t(gate.rows), float(hp_.moe.situ_beta),
+                       float(hp_.moe.situ_linear_beta), d.stream),
+          "ffn_activate");
+    d.mm->run(down, d.a.gate, m, out);
 }
 
 }  // namespace strata::cuda

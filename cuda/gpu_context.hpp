@@ -1,6 +1,9 @@
-// GpuContext: one sequence running the llama-family forward pass (llama, qwen2 with q/k/v
-// biases, qwen3 with per-head q/k norms; grouped-query attention, dense SwiGLU) over a contiguous
-// layer range entirely on an NVIDIA GPU, with the semantics and API shape of exec::Context:
+// GpuContext: one sequence running the forward pass over a contiguous layer range entirely on an
+// NVIDIA GPU, with the semantics and API shape of exec::Context: the llama family (llama, qwen2
+// with q/k/v biases, qwen3 with per-head q/k norms; grouped-query attention, dense SwiGLU),
+// deepseek2 (latent attention, MoE; gpu_context_mla.cpp, gpu_context_moe.cpp), kimi-linear and
+// kimi-k3 (KDA layers, gpu_context_kda.cpp; NoPE latent attention with its output gate, latent
+// MoE, SiTU, attention residuals);
 // the first stage starts from token ids (decode), later stages from hidden states
 // (forward_hidden); the last stage writes logits (of the last token, or of every token with
 // all_logits), other stages the hidden state of every token; inputs longer than n_batch run in
@@ -16,8 +19,13 @@
 // (the product chooser may time candidates on the first sight of a shape, which must never
 // happen inside a capture).
 //
-// Other architectures (deepseek2, kimi-*) are refused with Error(unsupported): they run on the
-// CPU backend for now.
+// KDA layers keep their recurrent state on the device; like the CPU's, it cannot drop positions
+// (truncate to 0 or to n_past only), and a call that fails after it started leaves the sequence
+// lost until reset. MoE layers whose experts are IQ1_S route and multiply on the device; other
+// expert types route on the host (one device-to-host copy of the router logits per layer), and
+// then one-token steps are not captured as graphs (exec::gpu_host_routing_reason says why).
+// A model the kernels cannot take is refused naming why (exec::check_gpu_supports); so is a q8_0
+// cache with latent attention (the GPU's latent cache is f16).
 //
 // UNTESTED ON A GPU until a device check has run it (cuda/tests/test_forward.cpp).
 #pragma once
@@ -67,17 +75,24 @@ public:
     int last_layer() const { return last_layer_; }
     bool is_first_stage() const { return first_layer_ == 0; }
     bool is_last_stage() const { return last_stage_; }
-    int64_t hidden_in_width() const { return hp_.n_embd; }
-    int64_t hidden_out_width() const { return hp_.n_embd; }
+    // As exec::Context: n_embd, plus with attention residuals (K3) the checkpoints banked before
+    // the stage's first / after its last layer.
+    int64_t hidden_in_width() const { return hp_.n_embd * (1 + banks_before(first_layer_)); }
+    int64_t hidden_out_width() const { return hp_.n_embd * (1 + banks_before(last_layer_)); }
     int64_t output_floats(int64_t n_tokens, bool all_logits) const;
 
     // As exec::Context::decode / forward_hidden.
     void decode(std::span<const int32_t> tokens, float* out, bool all_logits = false);
     void forward_hidden(const float* hidden_in, int64_t n_tokens, float* out, bool all_logits = false);
 
-    void reset() { n_past_ = 0; }
-    bool can_truncate(int64_t n_past) const { return n_past >= 0 && n_past <= n_past_; }
-    void truncate(int64_t n_past);  // drop positions >= n_past; 0 <= n_past <= n_past()
+    void reset() {
+        n_past_ = 0;
+        lost_.clear();
+    }
+    // Any position within [0, n_past()] without recurrent layers; with them only 0 and n_past().
+    bool can_truncate(int64_t n_past) const;
+    void truncate(int64_t n_past);  // drop positions >= n_past (see can_truncate)
+    void mark_lost(const std::string& why) { lost_ = why; }
 
     // How many one-token steps replayed a captured graph (tests check graphs really ran).
     int64_t graph_replays() const { return graph_replays_; }
@@ -96,6 +111,18 @@ private:
     // the last token's logits for Output::last_logits.
     void enqueue(int m, Input in, Output out);
     void enqueue_layer(size_t li, int m);
+    // The blocks, on m tokens: d.xn (normalized input) -> d.proj (the block's output).
+    void attention_gqa(size_t li, int m);
+    void attention_mla(size_t li, int m);  // gpu_context_mla.cpp
+    void attention_kda(size_t li, int m);  // gpu_context_kda.cpp
+    void ffn_dense(const DeviceMatrix& gate, const DeviceMatrix& up, const DeviceMatrix& down, int m, float* out);
+    void ffn_moe(size_t li, int m);        // gpu_context_moe.cpp
+    void ffn_moe_device(size_t li, const float* in);
+    void ffn_moe_host(size_t li, int m, const float* in);
+    // K3 attention residuals: d.mixed = the mix of the banked checkpoints and x scored with w.
+    void residual_mix(const float* w, int m);
+    int64_t banks_before(int64_t layer) const;
+    int64_t max_bank() const;
     void replay(Input in, Output out);
     void fetch(const float* src, int64_t count, float* dst);  // one token through the captured graph (captured on first use)
 
@@ -104,6 +131,10 @@ private:
     int first_layer_ = 0, last_layer_ = 0;
     bool last_stage_ = false;
     bool graphs_ = true;
+    bool recurrent_ = false;  // the stage has KDA layers
+    int64_t kda_chunk_ = 0;   // > 0: multi-token KDA inputs run the chunked form (chunks of this many)
+    int64_t n_bank_ = 0;      // attention residuals: checkpoints banked so far in this micro-batch
+    std::string lost_;
     int64_t n_ctx_ = 0, n_batch_ = 0, n_past_ = 0;
     int64_t graph_replays_ = 0;
     std::string graph_disabled_;

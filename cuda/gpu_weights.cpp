@@ -1,6 +1,8 @@
 #include "gpu_weights.hpp"
 
+#include <algorithm>
 #include <map>
+#include <utility>
 #include <string>
 
 #include <cuda_runtime.h>
@@ -15,43 +17,67 @@ namespace strata::cuda {
 
 namespace {
 
-// Walks every tensor the stage needs in upload order, calling matrix(view, slot) and
-// vector(floats, slot) with the slot of g it fills; the upload and its size both come from this
-// one walk.
+// Walks every tensor the stage needs in upload order, calling matrix(view, slot, n_mats,
+// mat_stride) for matrices and stacks and vector(floats, slot) with the slot of g it fills; the
+// upload and its size both come from this one walk. Absent optional tensors are skipped (their
+// slots stay null).
 struct Walk {
     std::function<void(const model::WeightView&, DeviceMatrix*)> matrix;
     std::function<void(const std::vector<float>&, const float**)> vector;
 };
 
 void walk(const model::ModelWeights& w, GpuStageWeights& g, const Walk& f) {
+    auto matrix = [&](const model::WeightView& v, DeviceMatrix* slot) {
+        if (v.present()) f.matrix(v, slot);
+    };
+    auto stack = [&](const model::WeightView& v, DeviceStack* slot) {
+        if (!v.present()) return;
+        f.matrix(v, &slot->first);
+        slot->n_mats = v.n_mats;
+        slot->mat_stride = v.mat_stride;
+    };
+    auto vector = [&](const std::vector<float>& v, const float** slot) {
+        if (!v.empty()) f.vector(v, slot);
+    };
     g.layers.resize(w.layers.size());
-    if (w.token_embd.present()) f.matrix(w.token_embd, &g.token_embd);
+    matrix(w.token_embd, &g.token_embd);
     for (size_t i = 0; i < w.layers.size(); ++i) {
         const model::LayerWeights& L = w.layers[i];
         GpuLayerWeights& G = g.layers[i];
-        f.matrix(L.wq, &G.wq);
-        f.matrix(L.wk, &G.wk);
-        f.matrix(L.wv, &G.wv);
-        f.matrix(L.wo, &G.wo);
-        f.matrix(L.w_gate, &G.gate);
-        f.matrix(L.w_up, &G.up);
-        f.matrix(L.w_down, &G.down);
-        f.vector(L.attn_norm, &G.attn_norm);
-        f.vector(L.ffn_norm, &G.ffn_norm);
-        if (!L.bq.empty()) {
-            f.vector(L.bq, &G.bq);
-            f.vector(L.bk, &G.bk);
-            f.vector(L.bv, &G.bv);
-        }
-        if (!L.q_norm.empty()) {
-            f.vector(L.q_norm, &G.q_norm);
-            f.vector(L.k_norm, &G.k_norm);
-        }
+        G.recurrent = L.recurrent;
+        G.moe = L.moe;
+        for (auto [view, slot] : {std::pair{&L.wq, &G.wq}, {&L.wk, &G.wk}, {&L.wv, &G.wv}, {&L.wo, &G.wo},
+                                  {&L.w_gate, &G.gate}, {&L.w_up, &G.up}, {&L.w_down, &G.down}, {&L.wq_a, &G.wq_a},
+                                  {&L.wq_b, &G.wq_b}, {&L.wkv_a, &G.wkv_a}, {&L.attn_gate, &G.attn_gate},
+                                  {&L.f_a, &G.f_a}, {&L.f_b, &G.f_b}, {&L.w_beta, &G.w_beta}, {&L.g_a, &G.g_a},
+                                  {&L.g_b, &G.g_b}, {&L.g_full, &G.g_full}, {&L.gate_inp, &G.gate_inp},
+                                  {&L.gate_shexp, &G.gate_shexp}, {&L.up_shexp, &G.up_shexp},
+                                  {&L.down_shexp, &G.down_shexp}, {&L.routed_down, &G.routed_down},
+                                  {&L.routed_up, &G.routed_up}})
+            matrix(*view, slot);
+        for (auto [view, slot] : {std::pair{&L.wk_b, &G.wk_b}, {&L.wv_b, &G.wv_b}, {&L.gate_exps, &G.gate_exps},
+                                  {&L.up_exps, &G.up_exps}, {&L.down_exps, &G.down_exps}})
+            stack(*view, slot);
+        for (auto [vec, slot] : {std::pair{&L.attn_norm, &G.attn_norm}, {&L.ffn_norm, &G.ffn_norm}, {&L.bq, &G.bq},
+                                 {&L.bk, &G.bk}, {&L.bv, &G.bv}, {&L.q_norm, &G.q_norm}, {&L.k_norm, &G.k_norm},
+                                 {&L.q_a_norm, &G.q_a_norm}, {&L.kv_a_norm, &G.kv_a_norm}, {&L.conv_q, &G.conv_q},
+                                 {&L.conv_k, &G.conv_k}, {&L.conv_v, &G.conv_v}, {&L.dt_bias, &G.dt_bias},
+                                 {&L.ssm_a, &G.ssm_a}, {&L.ssm_norm, &G.ssm_norm},
+                                 {&L.attn_res_score, &G.attn_res_score}, {&L.ffn_res_score, &G.ffn_res_score},
+                                 {&L.exp_probs_b, &G.exp_probs_b}, {&L.routed_norm, &G.routed_norm}})
+            vector(*vec, slot);
     }
     if (w.last_stage) {
-        f.vector(w.output_norm, &g.output_norm);
-        f.matrix(w.output, &g.output);  // tied: the same view as token_embd
+        vector(w.output_norm, &g.output_norm);
+        matrix(w.output, &g.output);  // tied: the same view as token_embd
+        vector(w.output_res_score, &g.output_res_score);
     }
+}
+
+// Bytes from a view's first byte to its last matrix's end (a stack's matrices may sit apart, as
+// the legacy MLA form's value rows do inside attn_kv_b).
+uint64_t span_bytes(const model::WeightView& v) {
+    return uint64_t(v.n_mats - 1) * v.mat_stride + uint64_t(v.rows) * v.row_bytes;
 }
 
 void check_matrix(const model::WeightView& v) {
@@ -71,13 +97,25 @@ uint64_t GpuWeights::upload_bytes(const model::ModelWeights& w) {
          {.matrix =
               [&](const model::WeightView& v, DeviceMatrix*) {
                   check_matrix(v);
-                  if (seen.emplace(v.data, true).second) total += exec::device_tensor_bytes(v.nbytes, kDevicePadBytes);
+                  if (seen.emplace(v.data, true).second) total += exec::device_tensor_bytes(span_bytes(v), kDevicePadBytes);
               },
           .vector =
               [&](const std::vector<float>& f, const float**) {
                   total += exec::device_tensor_bytes(f.size() * sizeof(float), kDevicePadBytes);
               }});
     return total;
+}
+
+void GpuWeights::matrix_extents(const model::ModelWeights& w, int64_t* max_cols, int64_t* max_rows) {
+    *max_cols = *max_rows = 0;
+    GpuStageWeights slots;
+    walk(w, slots,
+         {.matrix =
+              [&](const model::WeightView& v, DeviceMatrix*) {
+                  *max_cols = std::max(*max_cols, v.cols);
+                  *max_rows = std::max(*max_rows, v.rows);
+              },
+          .vector = [](const std::vector<float>&, const float**) {}});
 }
 
 GpuWeights::GpuWeights(const model::ModelWeights& w, const UploadProgress& progress) {
@@ -104,10 +142,10 @@ GpuWeights::GpuWeights(const model::ModelWeights& w, const UploadProgress& progr
                           dev = it->second;
                       } else {
                           dev = arena_ + offset;
-                          check(cudaMemcpy(arena_ + offset, v.data, v.nbytes, cudaMemcpyHostToDevice),
+                          check(cudaMemcpy(arena_ + offset, v.data, span_bytes(v), cudaMemcpyHostToDevice),
                                 ("uploading " + v.name).c_str());
                           placed.emplace(v.data, dev);
-                          offset += exec::device_tensor_bytes(v.nbytes, kDevicePadBytes);
+                          offset += exec::device_tensor_bytes(span_bytes(v), kDevicePadBytes);
                           report();
                       }
                       *m = DeviceMatrix{.type = v.type, .cols = v.cols, .rows = v.rows, .row_bytes = v.row_bytes,

@@ -9,16 +9,19 @@
 #      reported "slow", not failed). Run after 4 and 5, on what is left of the budget;
 #   4. a small synthetic llama model (strata-mkmodel, iq1_s) decoded on the GPU:
 #      strata-bench decode --device cuda (tok/s, bytes per token, % of the streaming-read bound);
+#      tiny deepseek2, kimi-linear and kimi-k3 models (iq1_s) through strata_cuda_forward_tests
+#      (GPU against CPU, graphs, three stages, decode after prefill, chunked KDA), and decode on
+#      a K3-shaped slice when there is time to write it;
 #   5. strata-bench kernels --quick (kernel figures against ceilings measured in the same run);
 #   6. one short table last.
-# Everything runs under timeouts within STRATA_CHECK_BUDGET_S (default 285 s: under 5 minutes).
+# Everything runs under timeouts within STRATA_CHECK_BUDGET_S (default 420 s: 7 minutes).
 # Reports and logs go to STRATA_CHECK_OUT, else $OUT (the device runner's folder), else ./check-out.
 # Exit status: 0 when every step passed or was skipped with a reason, 1 when any failed.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RESULTS="${STRATA_CHECK_OUT:-${OUT:-$HERE/check-out}}"
-BUDGET="${STRATA_CHECK_BUDGET_S:-285}"
+BUDGET="${STRATA_CHECK_BUDGET_S:-420}"
 mkdir -p "$RESULTS"
 START=$(date +%s)
 DEADLINE=$((START + BUDGET))
@@ -109,6 +112,38 @@ else
   record "decode --device cuda" "$v" "$SECS" "$(echo "$note" | cut -c1-110)"
 fi
 
+section "deepseek2 / kimi-linear / kimi-k3 on the GPU against the CPU (tiny, iq1_s)"
+RESERVE=75
+ARCH_MODELS=()
+for arch in deepseek2 kimi-linear kimi-k3; do
+  m="$WORK/$arch-tiny-iq1_s.gguf"
+  run_logged 40 "$RESULTS/mkmodel-$arch.log" strata-mkmodel --arch "$arch" --preset tiny --type iq1_s -o "$m"
+  [ "$RC" -eq 0 ] && ARCH_MODELS+=("$m") || record "mkmodel $arch tiny" "$(verdict "$RC")" "$SECS" "see mkmodel-$arch.log"
+done
+if [ "${#ARCH_MODELS[@]}" -gt 0 ]; then
+  run_logged 120 "$RESULTS/tests/forward_archs.log" "$HERE/strata_cuda_forward_tests" "${ARCH_MODELS[@]}"
+  v=$(verdict "$RC")
+  grep -E "gpu vs cpu|bit-identical|decode after|no graphs|FAIL" "$RESULTS/tests/forward_archs.log" | head -30
+  record "forward deepseek2/kimi (${#ARCH_MODELS[@]} models)" "$v" "$SECS" \
+    "$(grep -c '^FAIL' "$RESULTS/tests/forward_archs.log") failed checks"
+fi
+# Decode on a K3-shaped slice (K3's layer widths, 16 of its 896 experts): tok/s, bytes per token
+# and the bound, when the budget still allows writing it (about 4.4 B weights).
+SLICE="$WORK/k3-slice-iq1_s.gguf"
+run_logged 100 "$RESULTS/mkmodel-k3-slice.log" strata-mkmodel --arch kimi-k3 --preset k3-slice --n-expert 16 \
+  --n-vocab 2048 --n-ctx 8192 --type iq1_s -o "$SLICE"
+if [ "$RC" -eq 0 ]; then
+  run_logged 90 "$RESULTS/decode-k3-slice.log" strata-bench decode "$SLICE" --device cuda -o "$RESULTS/decode-k3-slice.json" \
+    --prompt-tokens 512 --gen-tokens 32 --repeat 2 --warmup 1
+  v=$(verdict "$RC")
+  tail -8 "$RESULTS/decode-k3-slice.log"
+  note=$(grep -E '^decode bound: prompt' "$RESULTS/decode-k3-slice.log" | head -1 | sed 's/^decode bound: //')
+  [ "$v" = pass ] || note=$(tail -n 1 "$RESULTS/decode-k3-slice.log")
+  record "decode k3-slice --device cuda" "$v" "$SECS" "$(echo "$note" | cut -c1-110)"
+else
+  record "mkmodel k3-slice" "$( [ "$RC" -eq 124 ] && echo skip || verdict "$RC")" "$SECS" "not written in time (see mkmodel-k3-slice.log)"
+fi
+
 section "kernels (quick)"
 RESERVE=0
 run_logged 150 "$RESULTS/kernels.log" strata-bench kernels --quick --samples 5 --sample-ms 10 -o "$RESULTS/kernels.json" \
@@ -129,7 +164,7 @@ if [ -z "$SANITIZER" ]; then
   echo "compute-sanitizer not found: memcheck skipped"
   record "memcheck" skip 0 "compute-sanitizer not found"
 else
-  for short in gemv ops attention bandwidth kda_chunk; do
+  for short in gemv ops model_ops attention bandwidth kda_chunk; do
     t="$HERE/strata_cuda_${short}_tests"
     [ -x "$t" ] || continue
     STRATA_CUDA_TEST_SMALL=1 run_logged "${STRATA_MEMCHECK_TIMEOUT_S:-75}" "$RESULTS/tests/memcheck_$short.log" \

@@ -7,19 +7,32 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "exec/memory_plan.hpp"
 
 namespace strata::model {
 struct Hparams;
+struct ModelWeights;
 }
 
 namespace strata::exec {
 
-// Throws Error(unsupported) naming the architecture unless the GPU forward pass runs it (the
-// llama family: grouped-query attention, dense SwiGLU FFN, head dims 64 and 128); the others
-// run on the CPU backend for now.
+// Throws Error(unsupported) saying what the GPU forward pass cannot run in this model: it runs the
+// llama family (grouped-query attention with head dims 64 and 128, dense SwiGLU FFN) and the
+// deepseek2 / kimi-linear / kimi-k3 layers (latent attention with a latent of at most 1024 and a
+// rope part of at most 128, KDA heads of 32..128 channels, MoE, SiTU, attention residuals).
 void check_gpu_supports(const model::Hparams& hp);
+
+// Whether the GPU context can capture its one-token step as a CUDA graph: every MoE layer's
+// routed experts are IQ1_S with rows of whole 256-weight blocks (routed and multiplied on the
+// device); otherwise a one-token step routes on the host (a device-to-host copy per MoE layer).
+// "" when it can, else why not, naming the tensor.
+std::string gpu_host_routing_reason(const model::ModelWeights& w);
+
+// Whether layers [first, last) rotate anything (grouped-query layers, latent attention that
+// rotates its rope part), so that the stage keeps RoPE cos/sin tables of n_rot/2 pairs per position.
+bool device_rope_tables(const model::Hparams& hp, int first, int last);
 
 // Every uploaded tensor starts on this boundary.
 inline constexpr uint64_t kDeviceTensorAlign = 256;
@@ -28,9 +41,6 @@ inline constexpr uint64_t kDeviceTensorAlign = 256;
 // bytes past the last row), rounded up to kDeviceTensorAlign.
 uint64_t device_tensor_bytes(uint64_t nbytes, uint64_t pad);
 
-// Floats per token of the device activations of a llama-family stage: the hidden state, its
-// normalized copy, the block output, q, k, v, the attention output, the FFN gate and up rows.
-uint64_t device_activation_floats_per_token(const model::Hparams& hp);
 
 // Rows of logits the last stage computes at once: all_logits over a longer micro-batch runs the
 // output product in chunks of this many rows (a 150k vocabulary at 512 rows would otherwise take
@@ -47,13 +57,16 @@ struct DeviceStageShape {
     uint64_t weight_bytes = 0;          // uploaded (sum of device_tensor_bytes)
     uint64_t matmul_workspace_bytes = 0;  // cuda::DeviceMatmul::workspace_bytes of the stage's limits
     uint64_t attention_workspace_bytes = 0;  // cuda::attention_workspace_bytes at n_ctx
+    uint64_t route_workspace_bytes = 0;      // cuda::moe_route_workspace_bytes of one token
 };
 
 // PlanInputs for make_plan (n_ctx_train and budget_bytes left to the caller). Per position: the
-// KV rows of every layer and the RoPE cos/sin tables (2 * n_rot/2 floats); fixed: activations of
-// n_batch tokens (plus token ids and the device n_past), device_logit_rows(n_batch) rows of logits
-// on the last stage, workspaces. Throws what
-// kv_bytes_per_position_range throws for a KV type the heads cannot use.
+// KV rows of every grouped-query layer, the latent rows (f16) of every MLA layer, and the RoPE
+// cos/sin tables (2 * n_rot/2 floats) when a layer rotates; the KDA layers' fixed state
+// (state_bytes); fixed: the activations of n_batch tokens (device_activations.hpp) plus token
+// ids and the device n_past, device_logit_rows(n_batch) rows of logits on the last stage,
+// workspaces. Throws what kv_bytes_per_position_range throws for a KV type the heads cannot use,
+// and Error(unsupported) for a q8_0 cache with latent attention (the GPU's latent cache is f16).
 PlanInputs device_plan_inputs(const model::Hparams& hp, const DeviceStageShape& shape);
 
 }  // namespace strata::exec
