@@ -19,7 +19,7 @@ class ModelFile;
 namespace strata::cuda {
 
 // Throws Error(unsupported) with the CUDA runtime's reason when there is no usable GPU, or
-// naming the architecture when the GPU does not run it; Error(out_of_memory) when the plan does
+// saying what of the model the GPU kernels cannot take; Error(out_of_memory) when the plan does
 // not fit the device. progress: the weight upload (done_bytes, total_bytes); may be empty.
 std::unique_ptr<exec::Sequence> make_gpu_sequence(const gguf::ModelFile& file, const exec::ContextParams& params,
                                                   const sample::SamplerParams& sampling,

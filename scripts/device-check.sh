@@ -164,7 +164,7 @@ if [ -z "$SANITIZER" ]; then
   echo "compute-sanitizer not found: memcheck skipped"
   record "memcheck" skip 0 "compute-sanitizer not found"
 else
-  for short in gemv ops model_ops attention bandwidth kda_chunk; do
+  for short in gemv ops model_ops attention bandwidth kda kda_chunk moe_mla; do
     t="$HERE/strata_cuda_${short}_tests"
     [ -x "$t" ] || continue
     STRATA_CUDA_TEST_SMALL=1 run_logged "${STRATA_MEMCHECK_TIMEOUT_S:-75}" "$RESULTS/tests/memcheck_$short.log" \
