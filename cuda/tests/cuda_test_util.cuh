@@ -1,6 +1,7 @@
 // What the CUDA test programs share (plain main(), no doctest: the GPU machines have none): the
 // skip without a GPU (exit 77, ctest: skipped), the seeded generator, device buffers from host
-// vectors and back. Every test draws fresh random data and prints its seed.
+// vectors and back, and the failure count with its PASS/FAIL lines and summary. Every test draws
+// fresh random data and prints its seed.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -16,14 +18,49 @@ namespace strata::cuda_test {
 
 inline std::mt19937_64 rng;
 
-// 77 (and a printed reason) when there is no usable GPU; otherwise seeds rng freshly, prints the
-// seed and returns 0.
+// The checks that failed so far; finish() turns it into the exit status.
+inline int failures = 0;
+
+// One line per check, starting PASS or FAIL (scripts/device-check.sh greps "^FAIL"), then what
+// was checked and, where given, what was measured.
+inline void report(bool ok, const std::string& what) {
+    failures += !ok;
+    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
+}
+
+inline void report(bool ok, const std::string& what, const std::string& detail) {
+    failures += !ok;
+    std::printf("%s %-40s %s\n", ok ? "PASS" : "FAIL", what.c_str(), detail.c_str());
+}
+
+// The measured error beside the bound it was held to.
+inline void report(bool ok, const std::string& what, double err, double bound) {
+    failures += !ok;
+    std::printf("%s %-40s max err %.3g (tolerance %.3g)\n", ok ? "PASS" : "FAIL", what.c_str(), err, bound);
+}
+
+// Like report, but silent on success: for checks too many or too small to list one by one.
+inline void expect(bool ok, const std::string& what) {
+    if (ok) return;
+    ++failures;
+    std::printf("FAIL %s\n", what.c_str());
+}
+
+// The summary line; the exit status: 0 when no check failed, else 1.
+inline int finish(const char* name) {
+    std::printf("%s %s: %d failure(s)\n", failures ? "FAIL" : "PASS", name, failures);
+    return failures ? 1 : 0;
+}
+
+// 77 (and a printed reason) when there is no usable GPU, or 1 (and the summary) when checks that
+// need no GPU have already failed: a skip must not hide them. Otherwise seeds rng freshly, prints
+// the seed and returns 0.
 inline int start(const char* what) {
     int devices = 0;
     if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
         std::printf("SKIP %s: no usable CUDA device (%s)\n", what,
                     e == cudaSuccess ? "device count is 0" : cudaGetErrorString(e));
-        return 77;
+        return failures ? finish(what) : 77;
     }
     const uint64_t seed = std::random_device{}();
     rng.seed(seed);

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "attention.cuh"
@@ -30,13 +31,10 @@
 #include "kv_rows.hpp"
 
 using namespace strata;
-using cuda_test::download;
-using cuda_test::normal;
-using cuda_test::upload;
+using namespace strata::cuda_test;  // the test programs' helpers
 
 namespace {
 
-int failures = 0;
 constexpr double kTolerance = 1e-4;
 
 struct Config {
@@ -133,11 +131,14 @@ double worst_ratio(const std::vector<float>& got, const std::vector<float>& want
     return worst;
 }
 
-void report(bool ok, const char* path, const Config& c, int n_tokens, int64_t n_past, double ratio, cudaError_t e) {
-    failures += !ok;
-    std::printf("%s %-8s hd %3d kv_heads %d %-4s n_tokens %3d n_past %4lld: max err/mass %.3g (tol %.0e)%s%s\n",
-                ok ? "PASS" : "FAIL", path, c.head_dim, c.n_head_kv, c.q8 ? "q8_0" : "f16", n_tokens, (long long)n_past,
-                ratio, kTolerance, e == cudaSuccess ? "" : " error: ", e == cudaSuccess ? "" : cudaGetErrorString(e));
+void report_case(bool ok, const char* path, const Config& c, int n_tokens, int64_t n_past, double ratio,
+                 cudaError_t e) {
+    char what[256];
+    std::snprintf(what, sizeof what,
+                  "%-8s hd %3d kv_heads %d %-4s n_tokens %3d n_past %4lld: max err/mass %.3g (tol %.0e)%s%s", path,
+                  c.head_dim, c.n_head_kv, c.q8 ? "q8_0" : "f16", n_tokens, (long long)n_past, ratio, kTolerance,
+                  e == cudaSuccess ? "" : " error: ", e == cudaSuccess ? "" : cudaGetErrorString(e));
+    report(ok, what);
 }
 
 // decode: attention_decode (n_tokens 1); prefill: attention_prefill; dispatch: attention().
@@ -165,8 +166,8 @@ void run_case(const Config& c, Path path, int n_tokens, int64_t n_past) {
     else e = cuda::attention(dq, caches.dk, caches.dv, caches.s, n_tokens, dpast, ws, dout, nullptr);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     const double ratio = worst_ratio(download(dout, size_t(q_len)), want, mass);
-    report(e == cudaSuccess && ratio <= kTolerance,
-           path == Path::decode ? "decode" : path == Path::prefill ? "prefill" : "dispatch", c, n_tokens, n_past, ratio, e);
+    const char* name = path == Path::decode ? "decode" : path == Path::prefill ? "prefill" : "dispatch";
+    report_case(e == cudaSuccess && ratio <= kTolerance, name, c, n_tokens, n_past, ratio, e);
     cudaFree(dq), cudaFree(dout), cudaFree(dpast), cudaFree(ws);
 }
 
@@ -206,7 +207,7 @@ void test_graph_replay(const Config& c) {
         std::vector<double> mass;
         host_attention(caches, q, 1, n_past, want, mass);
         const double ratio = worst_ratio(download(dout, size_t(qn)), want, mass);
-        report(er == cudaSuccess && ratio <= kTolerance, "graph", c, 1, n_past, ratio, er);
+        report_case(er == cudaSuccess && ratio <= kTolerance, "graph", c, 1, n_past, ratio, er);
     }
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
@@ -228,9 +229,8 @@ void test_refusals() {
                                              reinterpret_cast<uint8_t*>(16), reinterpret_cast<uint8_t*>(16), s,
                                              reinterpret_cast<const int32_t*>(16), nullptr) == cudaErrorInvalidValue;
     cudaGetLastError();
-    failures += !(refused && refused_rows);
-    std::printf("%s refusals: head_dim 96 %s, mismatched row_bytes %s\n", refused && refused_rows ? "PASS" : "FAIL",
-                refused ? "refused" : "ACCEPTED", refused_rows ? "refused" : "ACCEPTED");
+    report(refused && refused_rows, std::string("refusals: head_dim 96 ") + (refused ? "refused" : "ACCEPTED") +
+                                        ", mismatched row_bytes " + (refused_rows ? "refused" : "ACCEPTED"));
 }
 
 }  // namespace
@@ -256,6 +256,5 @@ int main() {
                 run_case(c, Path::dispatch, 5, 37);
                 test_graph_replay(c);
             }
-    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return cuda_test::finish("cuda attention");
 }

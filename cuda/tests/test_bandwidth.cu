@@ -5,6 +5,7 @@
 // UNTESTED ON A GPU until a device check has run it.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "bandwidth.cuh"
@@ -12,13 +13,9 @@
 
 namespace {
 
-int failures = 0;
-
+// A failure prints the two values compared.
 void expect(bool ok, const char* what, unsigned long long a, unsigned long long b) {
-    if (!ok) {
-        ++failures;
-        std::printf("FAIL %s: %llu vs %llu\n", what, a, b);
-    }
+    strata::cuda_test::expect(ok, std::string(what) + ": " + std::to_string(a) + " vs " + std::to_string(b));
 }
 
 }  // namespace
@@ -69,6 +66,5 @@ int main() {
 
     cudaFree(buf);
     cudaFree(result);
-    std::printf("%s: %s\n", "bandwidth", failures ? "FAILED" : "passed");
-    return failures ? 1 : 0;
+    return strata::cuda_test::finish("bandwidth");
 }

@@ -30,17 +30,9 @@
 #include "util/error.hpp"
 
 using namespace strata;
+using cuda_test::expect;
 
 namespace {
-
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-    if (!ok) {
-        ++failures;
-        std::printf("FAIL %s\n", what.c_str());
-    }
-}
 
 // Tolerance of the GPU's logits against the CPU's, as relative RMS (||gpu - cpu|| / ||cpu||) per
 // step. Decode products quantize activations to Q8_K exactly as the CPU does, so one product
@@ -447,9 +439,7 @@ int main(int argc, char** argv) {
             run_model_checks("tiny kimi-linear (f32)", *test::tiny_kimi(cuda_test::rng()));
         }
     } catch (const std::exception& e) {
-        std::printf("FAIL exception: %s\n", e.what());
-        return 1;
+        cuda_test::report(false, std::string("exception: ") + e.what());
     }
-    std::printf(failures ? "FAILED: %d check(s)\n" : "all forward checks passed\n", failures);
-    return failures ? 1 : 0;
+    return cuda_test::finish("forward");
 }

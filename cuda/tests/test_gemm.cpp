@@ -49,16 +49,10 @@
 #include "util/error.hpp"
 
 using namespace strata;
+using cuda_test::report;
 using cuda_test::rng;
 
 namespace {
-
-int failures = 0;
-
-void report(bool ok, const std::string& what) {
-    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-    if (!ok) ++failures;
-}
 
 constexpr uint32_t kTypes[] = {quant::kTypeF32, quant::kTypeF16, quant::kTypeBF16, quant::kTypeQ8_0,
                                quant::kTypeIQ1_S};
@@ -423,6 +417,5 @@ int main() {
     } catch (const std::exception& e) {
         report(false, std::string("exception: ") + e.what());
     }
-    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return cuda_test::finish("cuda gemm tests");
 }

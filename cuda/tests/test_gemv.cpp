@@ -33,15 +33,9 @@
 #include "quant/type_ids.hpp"
 
 using namespace strata;
+using cuda_test::report;
 
 namespace {
-
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-    failures += !ok;
-    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
-}
 
 // A device allocation freed on scope exit (cudaMalloc is 256-byte aligned).
 struct DeviceBuffer {
@@ -107,10 +101,10 @@ void test_quantize(uint32_t type, int64_t cols, int n_tokens) {
     cudaFree(dx);
     size_t diff = 0;
     for (size_t i = 0; i < bytes; ++i) diff += got[i] != expected[i];
-    check(e == cudaSuccess && diff == 0 && bytes > 0,
-          std::string("quantize_activations ") + (type == quant::kTypeIQ1_S ? "Q8_K" : "Q8_0") + " cols=" +
-              std::to_string(cols) + " tokens=" + std::to_string(n_tokens) + " bytes=" + std::to_string(bytes) +
-              " differing=" + std::to_string(diff) + " (" + cudaGetErrorString(e) + ")");
+    report(e == cudaSuccess && diff == 0 && bytes > 0,
+           std::string("quantize_activations ") + (type == quant::kTypeIQ1_S ? "Q8_K" : "Q8_0") + " cols=" +
+               std::to_string(cols) + " tokens=" + std::to_string(n_tokens) + " bytes=" + std::to_string(bytes) +
+               " differing=" + std::to_string(diff) + " (" + cudaGetErrorString(e) + ")");
 }
 
 // ---- 2. gemv against the CPU backend -----------------------------------------------------------
@@ -226,7 +220,7 @@ void run_case(uint32_t type, int64_t rows, int64_t cols, const std::vector<uint8
     std::snprintf(line, sizeof line, "gemv %-5s rows=%-5lld cols=%-5lld offset=%-2zu tokens=%d rel_rms=%.2e max_abs=%.2e (max|y| %.3g) %s",
                   type_name(type), (long long)rows, (long long)cols, offset, n_tokens, rel_rms, max_abs, max_ref,
                   cudaGetErrorString(e));
-    check(ok, line);
+    report(ok, line);
 }
 
 void test_invalid_arguments() {
@@ -254,7 +248,7 @@ void test_invalid_arguments() {
     ok = ok && cuda::quantize_activations(quant::kTypeQ8_0, x, 48, 1, buf.p, nullptr) == cudaErrorInvalidValue;
     ok = ok && cuda::quantize_activations(quant::kTypeIQ1_S, x, 256, 9, buf.p, nullptr) == cudaErrorInvalidValue;
     ok = ok && cudaGetLastError() == cudaSuccess;  // nothing was launched
-    check(ok, "invalid arguments return cudaErrorInvalidValue");
+    report(ok, "invalid arguments return cudaErrorInvalidValue");
 }
 
 }  // namespace
@@ -299,6 +293,5 @@ int main() {
         for (const int n : {1, 3, 7, 8}) run_case(quant::kTypeIQ1_S, rows, cols, host, row_bytes, 2, n, cpu);
     }
 
-    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    return cuda_test::finish("gemv");
 }

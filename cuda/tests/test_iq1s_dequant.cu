@@ -4,24 +4,17 @@
 #include <cstdio>
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
+#include "cuda_test_util.cuh"
 #include "iq1s_dequant.cuh"
 #include "quant/iq1s_block.hpp"
 
 using namespace strata;
+using cuda_test::rng;
 
 int main() {
-    int devices = 0;
-    if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess || devices == 0) {
-        std::printf("SKIP cuda tests: no usable CUDA device (%s)\n",
-                    e == cudaSuccess ? "device count is 0" : cudaGetErrorString(e));
-        return 77;
-    }
-    const uint64_t seed = std::random_device{}();
-    std::mt19937_64 rng(seed);
-    int failures = 0;
+    if (const int skip = cuda_test::start("cuda iq1s dequant")) return skip;
     for (size_t n_blocks : {size_t(1), size_t(3), size_t(17), size_t(4096)}) {
         std::vector<quant::block_iq1_s> host(n_blocks);
         std::vector<uint8_t> bytes(n_blocks * sizeof(quant::block_iq1_s));
@@ -45,10 +38,10 @@ int main() {
         size_t mismatches = 0;
         for (size_t i = 0; i < got.size(); ++i)
             mismatches += std::memcmp(&got[i], &expected[i], sizeof(float)) != 0;
-        const bool ok = e == cudaSuccess && mismatches == 0;
-        failures += !ok;
-        std::printf("%s iq1s_dequantize n_blocks=%zu seed=%llu mismatches=%zu (%s)\n", ok ? "PASS" : "FAIL", n_blocks,
-                    (unsigned long long)seed, mismatches, cudaGetErrorString(e));
+        char what[128];
+        std::snprintf(what, sizeof what, "iq1s_dequantize n_blocks=%zu mismatches=%zu (%s)", n_blocks, mismatches,
+                      cudaGetErrorString(e));
+        cuda_test::report(e == cudaSuccess && mismatches == 0, what);
     }
-    return failures ? 1 : 0;
+    return cuda_test::finish("cuda iq1s dequant");
 }

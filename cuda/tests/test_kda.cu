@@ -19,35 +19,15 @@
 #include <vector>
 
 #include "cuda_test_util.cuh"
+#include "error_metrics.hpp"
 #include "exec/kda_recurrence.hpp"
 #include "kda.cuh"
 #include "kda_chunk.cuh"
 
 using namespace strata;
-using cuda_test::download;
-using cuda_test::normal;
-using cuda_test::rng;
-using cuda_test::upload;
+using namespace strata::cuda_test;  // the test programs' helpers
 
 namespace {
-
-int failures = 0;
-
-void report(bool ok, const char* what) {
-    failures += !ok;
-    std::printf("%s %s\n", ok ? "PASS" : "FAIL", what);
-}
-
-// Largest |a - b| over the largest |b|; a non-finite element of a counts as infinitely wrong.
-double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
-    double err = 0.0, scale = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (!std::isfinite(a[i])) return INFINITY;
-        err = std::max(err, double(std::fabs(a[i] - b[i])));
-        scale = std::max(scale, double(std::fabs(b[i])));
-    }
-    return scale > 0.0 ? err / scale : err;
-}
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -63,7 +43,8 @@ struct DeviceBuffer {
     std::vector<float> get(size_t n) const { return download(p, n); }
 };
 
-cudaError_t finish(cudaError_t e) { return e == cudaSuccess ? cudaDeviceSynchronize() : e; }
+// e, or once the launches have run, the first asynchronous error.
+cudaError_t synchronized(cudaError_t e) { return e == cudaSuccess ? cudaDeviceSynchronize() : e; }
 
 // The conv step and the decode step token by token from a zero state against the host.
 void conv_and_decode_check(bool lower_bound) {
@@ -134,10 +115,10 @@ void conv_and_decode_check(bool lower_bound) {
     const auto S_dev = download(d_S, S.size());
     for (size_t i = 0; i < S.size(); ++i) err = std::max(err, double(std::fabs(S_dev[i] - S[i])));
     for (float* p : {d_w, d_dt, d_a, d_norm, d_win, d_S}) cudaFree(p);
-    const bool ok = e == cudaSuccess && err < 1e-4;
-    failures += !ok;
-    std::printf("%s kda conv + decode step, %s gate, 5 tokens: max err %.3g (tolerance 1e-4) (%s)\n", ok ? "PASS" : "FAIL",
-                lower_bound ? "lower-bound" : "softplus", err, cudaGetErrorString(e));
+    char what[160];
+    std::snprintf(what, sizeof what, "kda conv + decode step, %s gate, 5 tokens: max err %.3g (tolerance 1e-4) (%s)",
+                  lower_bound ? "lower-bound" : "softplus", err, cudaGetErrorString(e));
+    report(e == cudaSuccess && err < 1e-4, what);
 }
 
 // --- kda_conv_silu: n1 + n2 tokens in two calls against the host loop and against conv steps.
@@ -174,11 +155,11 @@ void conv_check(int D, int K, int n1, int n2) {
     if (e == cudaSuccess) e = cuda::kda_conv_silu(d_x.p + size_t(n1) * size_t(D), n2, D, d_w.p, K, d_win.p, nullptr);
     for (int t = 0; t < n && e == cudaSuccess; ++t)
         e = cuda::kda_conv_silu_step(d_x_steps.p + size_t(t) * size_t(D), d_w.p, d_win_steps.p, D, K, nullptr);
-    e = finish(e);
+    e = synchronized(e);
     const auto got = d_x.get(x.size()), got_window = d_win.get(window0.size());
     const auto steps = d_x_steps.get(x.size()), steps_window = d_win_steps.get(window0.size());
 
-    const double err = rel_error(got, want);
+    const double err = max_error_over_largest(got, want);
     // The window holds copies of inputs: exact.
     const bool window_exact = same_bits(got_window, want_window);
     const bool steps_same = same_bits(steps, got) && same_bits(steps_window, got_window);
@@ -307,7 +288,7 @@ std::vector<float> device_step(const Weights& w, const Tokens& x, std::vector<fl
                                       nullptr);
         }
     }
-    e = finish(e);
+    e = synchronized(e);
     S = state.get(S.size());
     return y.get(x.q.size());
 }
@@ -329,7 +310,7 @@ void step_check(int H, int dk, int n, bool lower_bound) {
     const auto y_dev = device_step(w, x, S_dev, false, e1);
     const auto y_dec = device_step(w, x, S_dec, true, e2);
 
-    const double ey = rel_error(y_dev, y_host), es = rel_error(S_dev, S_host);
+    const double ey = max_error_over_largest(y_dev, y_host), es = max_error_over_largest(S_dev, S_host);
     const bool ok = e1 == cudaSuccess && ey <= kStepTolerance && es <= kStepTolerance;
     char what[256];
     std::snprintf(what, sizeof what,
@@ -372,17 +353,18 @@ void chunk_check(int H, int dk, int n, int chunk, bool lower_bound) {
     if (e == cudaSuccess)
         e = cuda::kda_chunk_prefill(q.p, k.p, v.p, g.p, beta.p, state.p, o.p, cuda::KdaChunkShape{H, dk, n, chunk},
                                     nullptr);
-    e = finish(e);
+    e = synchronized(e);
     const Prepared got{q.get(rows), k.get(rows), g.get(rows), beta.get(x.beta_logit.size())};
     const auto o_chunk = o.get(rows);
-    if (e == cudaSuccess) e = finish(cuda::kda_gate_output(o.p, gate.p, norm.p, n, s, o.p, nullptr));  // y = o in place
+    if (e == cudaSuccess)  // y = o in place
+        e = synchronized(cuda::kda_gate_output(o.p, gate.p, norm.p, n, s, o.p, nullptr));
     const auto y_chunk = o.get(rows), S_chunk = state.get(S0.size());
 
     const Prepared want = host_prepare(w, x);
-    const double e_pre = std::max({rel_error(got.q, want.q), rel_error(got.k, want.k), rel_error(got.g, want.g),
-                                   rel_error(got.beta, want.beta)});
-    const double e_post = rel_error(y_chunk, host_gate_output(w, o_chunk, x.gate));
-    const double ey = rel_error(y_chunk, y_step), es = rel_error(S_chunk, S_step);
+    const double e_pre = std::max({max_error_over_largest(got.q, want.q), max_error_over_largest(got.k, want.k),
+                                   max_error_over_largest(got.g, want.g), max_error_over_largest(got.beta, want.beta)});
+    const double e_post = max_error_over_largest(y_chunk, host_gate_output(w, o_chunk, x.gate));
+    const double ey = max_error_over_largest(y_chunk, y_step), es = max_error_over_largest(S_chunk, S_step);
     const bool ok = e == cudaSuccess && e_pre <= kPrePostTolerance && e_post <= kPrePostTolerance &&
                     ey <= kChunkTolerance && es <= kChunkTolerance;
     char what[320];
@@ -436,7 +418,7 @@ void refusals() {
 
 int main() {
     refusals();
-    if (failures) return 1;
+    if (cuda_test::failures) return cuda_test::finish("cuda kda tests");
     if (const int skip = cuda_test::start("cuda kda tests")) return skip;
     conv_and_decode_check(false);
     conv_and_decode_check(true);
@@ -444,7 +426,7 @@ int main() {
     if (cuda_test::small_sizes()) {  // under compute-sanitizer: several chunks and a ragged last one
         step_check(2, 64, 5, true);
         chunk_check(2, 64, 40, 16, false);
-        return failures ? 1 : 0;
+        return cuda_test::finish("cuda kda tests");
     }
     conv_check(4096, 4, 3, 4);
     for (int dk : {64, 128})
@@ -453,5 +435,5 @@ int main() {
     for (int dk : {64, 128})
         for (int chunk : {16, 64})
             for (bool lower_bound : {false, true}) chunk_check(3, dk, 100, chunk, lower_bound);
-    return failures ? 1 : 0;
+    return cuda_test::finish("cuda kda tests");
 }

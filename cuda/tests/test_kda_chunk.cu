@@ -14,18 +14,14 @@
 #include <vector>
 
 #include "cuda_test_util.cuh"
+#include "error_metrics.hpp"
 #include "exec/kda_recurrence.hpp"
 #include "kda_chunk.cuh"
 
 using namespace strata;
-using cuda_test::download;
-using cuda_test::normal;
-using cuda_test::rng;
-using cuda_test::upload;
+using namespace strata::cuda_test;  // the test programs' helpers
 
 namespace {
-
-int failures = 0;
 
 // Tolerance, relative to the largest magnitude of the reference (outputs and state apart). On the
 // host, kda_chunk and kda_step agree within 1.8e-6 of it over these shapes (measured: dk 64 and
@@ -42,17 +38,6 @@ struct Case {
     int n_head, head_dim, n_tokens, chunk;
     Decay decay;
 };
-
-// Largest |a - b| over the largest |b|; a non-finite element of a counts as infinitely wrong.
-double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
-    double err = 0.0, scale = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (!std::isfinite(a[i])) return INFINITY;
-        err = std::max(err, double(std::fabs(a[i] - b[i])));
-        scale = std::max(scale, double(std::fabs(b[i])));
-    }
-    return scale > 0.0 ? err / scale : err;
-}
 
 void run(const Case& c) {
     const int H = c.n_head, dk = c.head_dim, T = c.n_tokens;
@@ -140,15 +125,17 @@ void run(const Case& c) {
     const auto S = download(d_S, S0.size());
     for (float* p : {d_q, d_k, d_v, d_g, d_b, d_S, d_o}) cudaFree(p);
 
-    const double eo_chunk = rel_error(o, o_chunk), es_chunk = rel_error(S, S_chunk);
-    const double eo_step = rel_error(o, o_step), es_step = rel_error(S, S_step);
-    const double host = std::max(rel_error(o_chunk, o_step), rel_error(S_chunk, S_step));
+    const double eo_chunk = max_error_over_largest(o, o_chunk), es_chunk = max_error_over_largest(S, S_chunk);
+    const double eo_step = max_error_over_largest(o, o_step), es_step = max_error_over_largest(S, S_step);
+    const double host = std::max(max_error_over_largest(o_chunk, o_step), max_error_over_largest(S_chunk, S_step));
     const bool ok = e == cudaSuccess && std::max({eo_chunk, es_chunk, eo_step, es_step}) <= kRelTolerance;
-    failures += !ok;
-    std::printf("%s H %d dk %3d T %3d (calls %d + %d) chunk %2d %-14s: vs kda_chunk o %.2g S %.2g; vs kda_step o %.2g "
-                "S %.2g; host chunk vs step %.2g (tolerance %.0e) (%s)\n",
-                ok ? "PASS" : "FAIL", H, dk, T, T1, T - T1, c.chunk, decay_name(c.decay), eo_chunk, es_chunk, eo_step,
-                es_step, host, kRelTolerance, cudaGetErrorString(e));
+    char what[256];
+    std::snprintf(what, sizeof what,
+                  "H %d dk %3d T %3d (calls %d + %d) chunk %2d %-14s: vs kda_chunk o %.2g S %.2g; vs kda_step o %.2g "
+                  "S %.2g; host chunk vs step %.2g (tolerance %.0e) (%s)",
+                  H, dk, T, T1, T - T1, c.chunk, decay_name(c.decay), eo_chunk, es_chunk, eo_step, es_step, host,
+                  kRelTolerance, cudaGetErrorString(e));
+    report(ok, what);
 }
 
 // Bad shapes and null pointers are refused before any launch (no GPU needed).
@@ -163,20 +150,19 @@ void refusals() {
                     refused({2, 128, 4, 65}) && refused({70000, 128, 4, 64}) && refused({2, 128, 4, 64}, true) &&
                     cuda::kda_chunk_prefill(&x, &x, &x, &x, &x, &x, &x, {2, 128, 0, 64}, nullptr) == cudaSuccess &&
                     cuda::kda_chunk_shared_bytes(128, 64) == 164096;
-    failures += !ok;
-    std::printf("%s kda_chunk_prefill refuses bad shapes and null pointers; 0 tokens is a no-op\n", ok ? "PASS" : "FAIL");
+    report(ok, "kda_chunk_prefill refuses bad shapes and null pointers; 0 tokens is a no-op");
 }
 
 }  // namespace
 
 int main() {
     refusals();
-    if (failures) return 1;
+    if (cuda_test::failures) return cuda_test::finish("cuda kda chunk tests");
     if (const int skip = cuda_test::start("cuda kda chunk tests")) return skip;
     if (cuda_test::small_sizes()) {  // under compute-sanitizer: ragged tails, two chunks, both widths
         run({2, 128, 100, cuda::kKdaChunkTokens, Decay::moderate});
         run({3, 32, 45, 16, Decay::lower_bound});
-        return failures ? 1 : 0;
+        return cuda_test::finish("cuda kda chunk tests");
     }
     const Decay decays[] = {Decay::weak, Decay::moderate, Decay::lower_bound};
     int i = 0;
@@ -188,5 +174,5 @@ int main() {
     run({3, 32, 45, 16, Decay::moderate});      // a smaller chunk, ragged
     run({2, 96, 130, 64, Decay::lower_bound});  // three column tiles
     run({2, 128, 200, 1, Decay::weak});         // chunks of one token: the step form, batched
-    return failures ? 1 : 0;
+    return cuda_test::finish("cuda kda chunk tests");
 }

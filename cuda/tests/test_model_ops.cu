@@ -20,26 +20,18 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <string>
 #include <vector>
 
 #include "cuda_test_util.cuh"
+#include "error_metrics.hpp"
 #include "exec/ops.hpp"
 #include "model_ops.cuh"
 
 using namespace strata;
-using cuda_test::download;
-using cuda_test::normal;
-using cuda_test::rng;
-using cuda_test::upload;
+using namespace strata::cuda_test;  // the test programs' helpers
 
 namespace {
-
-int failures = 0;
-
-void report(bool ok, const char* what, const char* detail) {
-    failures += !ok;
-    std::printf("%s %-40s %s\n", ok ? "PASS" : "FAIL", what, detail);
-}
 
 size_t count_differing_bits(const float* a, const float* b, size_t n) {
     size_t bad = 0;
@@ -48,18 +40,6 @@ size_t count_differing_bits(const float* a, const float* b, size_t n) {
 }
 
 std::vector<float> nan_vector(size_t n) { return std::vector<float>(n, NAN); }
-
-// Largest |got - want| / |want| (an exact 0 wants an exact 0; NaN counts as infinite).
-double max_rel(const std::vector<float>& got, const std::vector<float>& want) {
-    double worst = 0.0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double err = std::fabs(double(got[i]) - double(want[i]));
-        const double rel = err == 0.0 ? 0.0 : err / std::fabs(double(want[i]));
-        if (std::isnan(rel) || std::isnan(got[i])) return INFINITY;
-        worst = std::max(worst, rel);
-    }
-    return worst;
-}
 
 int uniform_int(int lo, int hi) { return lo + int(rng() % uint64_t(hi - lo + 1)); }
 
@@ -196,7 +176,7 @@ void test_rms_norm_strided(bool small) {
                 else tail_changed += count_differing_bits(&got_in_place[k], &x[k], 1);
             }
         }
-        const double err = max_rel(normed, normed_want), err_ip = max_rel(normed_ip, normed_ip_want);
+        const double err = max_rel_error(normed, normed_want), err_ip = max_rel_error(normed_ip, normed_ip_want);
         char what[64], detail[160];
         std::snprintf(what, sizeof what, "rms_norm_strided n %lld", (long long)c.n);
         std::snprintf(detail, sizeof detail,
@@ -232,7 +212,7 @@ void test_ffn_activate(bool small) {
         float* dg = upload(gate);
         float* du = upload(up);
         const cudaError_t e = cuda::ffn_activate(dg, du, n, beta, lin, nullptr);
-        const double err = max_rel(download(dg, n), want);
+        const double err = max_rel_error(download(dg, n), want);
         const double tol = beta <= 0.0f ? 1e-6 : 3e-6;
         char what[64], detail[96];
         std::snprintf(what, sizeof what, "ffn_activate %s b %g l %g", beta <= 0.0f ? "SwiGLU" : "SiTU", beta, lin);
@@ -250,7 +230,7 @@ void test_mul_sigmoid(bool small) {
     float* dx = upload(x);
     float* dg = upload(g);
     const cudaError_t e = cuda::mul_sigmoid(dx, dg, n, nullptr);
-    const double err = max_rel(download(dx, n), want);
+    const double err = max_rel_error(download(dx, n), want);
     char detail[96];
     std::snprintf(detail, sizeof detail, "n %zu: max rel err %.3g (tol 1e-6)", n, err);
     report(e == cudaSuccess && err <= 1e-6, "mul_sigmoid", detail);
@@ -456,7 +436,7 @@ void test_attn_res_mix(bool small) {
 
 int main() {
     test_arguments();  // launches nothing: runs without a GPU too
-    if (const int rc = cuda_test::start("cuda model ops")) return failures ? 1 : rc;
+    if (const int rc = cuda_test::start("cuda model ops")) return rc;
     const bool small = cuda_test::small_sizes();
     test_rms_norm_strided(small);
     test_ffn_activate(small);
@@ -465,10 +445,7 @@ int main() {
     test_gather_rows(small);
     test_moe_combine(small);
     test_attn_res_mix(small);
-    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
-        std::printf("FAIL device error: %s\n", cudaGetErrorString(e));
-        ++failures;
-    }
-    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    const cudaError_t e = cudaDeviceSynchronize();
+    cuda_test::expect(e == cudaSuccess, std::string("device error: ") + cudaGetErrorString(e));
+    return cuda_test::finish("cuda model ops");
 }

@@ -20,19 +20,9 @@
 #include "quant/iq1s_block.hpp"
 
 using namespace strata;
-using cuda_test::download;
-using cuda_test::normal;
-using cuda_test::rng;
-using cuda_test::upload;
+using namespace strata::cuda_test;  // the test programs' helpers
 
 namespace {
-
-int failures = 0;
-
-void report(bool ok, const char* what, double err, double tol) {
-    failures += !ok;
-    std::printf("%s %-34s max err %.3g (tolerance %.3g)\n", ok ? "PASS" : "FAIL", what, err, tol);
-}
 
 std::vector<quant::block_iq1_s> random_blocks(size_t n) {
     std::vector<quant::block_iq1_s> b(n);
@@ -262,8 +252,7 @@ void test_mla_arguments() {
     };
     for (const Check& c : checks) {
         const bool ok = c.got == cudaErrorInvalidValue;
-        failures += !ok;
-        std::printf("%s %-34s %s\n", ok ? "PASS" : "FAIL", c.what, ok ? "rejected" : cudaGetErrorString(c.got));
+        report(ok, c.what, ok ? "rejected" : cudaGetErrorString(c.got));
     }
 }
 
@@ -293,9 +282,9 @@ void test_mla() {
 
 int main() {
     test_mla_arguments();  // launches nothing: runs without a GPU too
-    if (const int skip = cuda_test::start("cuda moe/mla tests")) return failures ? 1 : skip;
+    if (const int rc = cuda_test::start("cuda moe/mla tests")) return rc;
     test_route();
     test_gate_up_down();
     test_mla();
-    return failures ? 1 : 0;
+    return cuda_test::finish("cuda moe/mla tests");
 }

@@ -12,10 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "attention.cuh"
 #include "cuda_test_util.cuh"
+#include "error_metrics.hpp"
 #include "device_matrix.hpp"
 #include "exec/kv_cache.hpp"
 #include "exec/ops.hpp"
@@ -30,19 +32,9 @@
 #include "quant/q8_0.hpp"
 
 using namespace strata;
-using cuda_test::download;
-using cuda_test::normal;
-using cuda_test::rng;
-using cuda_test::upload;
+using namespace strata::cuda_test;  // the test programs' helpers
 
 namespace {
-
-int failures = 0;
-
-void report(bool ok, const char* what, const char* detail) {
-    failures += !ok;
-    std::printf("%s %-44s %s\n", ok ? "PASS" : "FAIL", what, detail);
-}
 
 bool same_bits(const float* a, const float* b, size_t n, size_t* mismatches) {
     *mismatches = 0;
@@ -51,18 +43,6 @@ bool same_bits(const float* a, const float* b, size_t n, size_t* mismatches) {
 }
 
 std::vector<float> nan_vector(size_t n) { return std::vector<float>(n, NAN); }
-
-// Largest |got - want| / |want| (NaN counts as infinite).
-double max_rel(const std::vector<float>& got, const std::vector<float>& want) {
-    double worst = 0.0;
-    for (size_t i = 0; i < got.size(); ++i) {
-        const double err = std::fabs(double(got[i]) - double(want[i]));
-        const double rel = err == 0.0 ? 0.0 : err / std::fabs(double(want[i]));
-        worst = std::isnan(rel) || std::isnan(got[i]) ? INFINITY : std::max(worst, rel);
-        if (std::isinf(worst)) break;
-    }
-    return worst;
-}
 
 void test_rms_norm() {
     const float eps = 1e-5f;
@@ -78,7 +58,7 @@ void test_rms_norm() {
         const auto got = download(dout, x.size());
         if (e == cudaSuccess) e = cuda::rms_norm(dx, dw, n, rows, eps, dx, nullptr);  // in place
         const auto got_alias = download(dx, x.size());
-        const double err = std::max(max_rel(got, want), max_rel(got_alias, want));
+        const double err = std::max(max_rel_error(got, want), max_rel_error(got_alias, want));
         char detail[96];
         std::snprintf(detail, sizeof detail, "n %lld x %d rows: max rel err %.3g (tol 3e-7)", (long long)n, rows, err);
         report(e == cudaSuccess && err <= 3e-7, "rms_norm (and in place)", detail);
@@ -101,7 +81,7 @@ void test_head_rms_norm() {
         float* dw = upload(w);
         const cudaError_t e = cuda::head_rms_norm(dx, dw, n_tokens, n_heads, head_dim, stride, 1e-6f, nullptr);
         const auto got = download(dx, x.size());
-        const double err = max_rel(got, want);
+        const double err = max_rel_error(got, want);
         char detail[96];
         std::snprintf(detail, sizeof detail, "head_dim %d: max rel err %.3g (tol 3e-7), padding kept", head_dim, err);
         report(e == cudaSuccess && err <= 3e-7, "head_rms_norm (qwen3 q/k norms)", detail);
@@ -341,10 +321,7 @@ int main() {
     test_get_rows();
     test_rope();
     test_kv_store();
-    if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
-        std::printf("FAIL device error: %s\n", cudaGetErrorString(e));
-        ++failures;
-    }
-    std::printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
-    return failures ? 1 : 0;
+    const cudaError_t e = cudaDeviceSynchronize();
+    cuda_test::expect(e == cudaSuccess, std::string("device error: ") + cudaGetErrorString(e));
+    return cuda_test::finish("cuda ops");
 }

@@ -6,23 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "cuda_test_util.cuh"
 #include "gpu_weights.hpp"
 #include "quant/formats.hpp"
 #include "quant/type_ids.hpp"
 #include "util/error.hpp"
 
 using namespace strata;
+using cuda_test::expect;
 
 namespace {
-
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-    if (!ok) {
-        std::printf("FAIL: %s\n", what.c_str());
-        ++failures;
-    }
-}
 
 model::WeightView view(const std::string& name, uint32_t type, int64_t rows, int64_t cols,
                        const std::vector<uint8_t>& bytes) {
@@ -58,21 +51,19 @@ int main() {
             const std::string what = "type " + std::to_string(type) + " in " + bad;
             try {
                 (void)cuda::GpuWeights::upload_bytes(w);
-                check(false, what + ": upload_bytes accepted it");
+                expect(false, what + ": upload_bytes accepted it");
             } catch (const Error& e) {
                 const std::string msg = e.what();
                 std::printf("%s -> %s\n", what.c_str(), msg.c_str());
-                check(e.status() == Status::unsupported, what + ": status is not unsupported");
-                check(msg.find(bad) != std::string::npos, what + ": the message does not name the tensor");
+                expect(e.status() == Status::unsupported, what + ": status is not unsupported");
+                expect(msg.find(bad) != std::string::npos, what + ": the message does not name the tensor");
                 const std::string type_name = type == quant::kTypeIQ4_NL ? "iq4_nl"
                                               : type == quant::kTypeQ4_K ? "q4_K"
                                               : type == quant::kTypeQ5_K ? "q5_K"
                                                                          : "q6_K";
-                check(msg.find(type_name) != std::string::npos, what + ": the message does not name the type");
+                expect(msg.find(type_name) != std::string::npos, what + ": the message does not name the type");
             }
         }
     }
-    if (failures) return 1;
-    std::printf("ok: the GPU upload refuses iq4_nl, q4_K, q5_K, q6_K naming the tensor\n");
-    return 0;
+    return cuda_test::finish("the GPU upload refuses iq4_nl, q4_K, q5_K, q6_K naming the tensor and its type");
 }
