@@ -14,6 +14,7 @@
 
 #include "attention.cuh"
 #include "exec/device_activations.hpp"
+#include "exec/expert_groups.hpp"
 #include "exec/moe_router.hpp"
 #include "gpu_context.hpp"
 #include "gpu_weights.hpp"
@@ -69,6 +70,7 @@ struct GpuContext::Device {
     bool device_routing = false;
     std::unique_ptr<exec::MoeRouter> router;          // the host routing path
     std::vector<std::vector<float>> host_bias;        // per layer: exp_probs_b (host routing)
+    exec::ExpertGroups groups;                        // host routing: the rows grouped by expert
     DevicePtr kv_mem, latent_mem, kda_mem, act_mem, rope_mem, ws_mem, route_ws_mem;
 
     PinnedPtr h_ids_mem, h_n_past_mem, h_in_mem, h_out_mem, h_router_mem, h_ints_mem, h_w_mem;

@@ -8,11 +8,11 @@
 //   expert's weights are read once for all its tokens, per-expert products, and a combine that
 //   sums each token's experts in ascending expert order as the CPU does.
 // Then K3's latent norm and up projection, and the shared experts added.
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "cuda_error.hpp"
+#include "exec/expert_groups.hpp"
 #include "exec/moe_router.hpp"
 #include "gpu_context.hpp"
 #include "gpu_context_device.hpp"
@@ -97,30 +97,12 @@ void GpuContext::ffn_moe_host(size_t li, int m, const float* in) {
         d.router->route(d.h_router + t * NE, bias.empty() ? nullptr : bias.data(), chosen.data() + t * K,
                         weights.data() + t * K);
 
-    // Rows grouped by expert, ascending, tokens ascending within an expert (exec::Context::ffn_moe).
-    std::vector<int64_t> first(static_cast<size_t>(NE + 1), 0);
-    for (int32_t x : chosen) ++first[size_t(x) + 1];
-    for (int64_t x = 0; x < NE; ++x) first[size_t(x + 1)] += first[size_t(x)];
-    std::vector<int64_t> next(first.begin(), first.end() - 1);
-    int32_t* src_token = d.h_ints;            // [n_rows]: the token each grouped row comes from
-    int32_t* combine_rows = d.h_ints + n_rows;  // [m][K]: each token's rows, ascending expert
-    std::vector<int32_t> slot_row(static_cast<size_t>(n_rows));
-    for (int t = 0; t < m; ++t)
-        for (int64_t i = 0; i < K; ++i) {
-            const int64_t row = next[size_t(chosen[size_t(t * K + i)])]++;
-            slot_row[size_t(t * K + i)] = int32_t(row);
-            src_token[row] = t;
-        }
-    std::vector<int64_t> order(static_cast<size_t>(K));
-    for (int t = 0; t < m; ++t) {
-        for (int64_t i = 0; i < K; ++i) order[size_t(i)] = i;
-        const int32_t* ids = chosen.data() + t * K;
-        std::sort(order.begin(), order.end(), [ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
-        for (int64_t j = 0; j < K; ++j) {
-            combine_rows[t * K + j] = slot_row[size_t(t * K + order[size_t(j)])];
-            d.h_w[t * K + j] = weights[size_t(t * K + order[size_t(j)])];
-        }
-    }
+    // Rows grouped by expert, and each token's rows in ascending expert order (expert_groups.hpp).
+    exec::ExpertGroups& g = d.groups;
+    g.build(chosen.data(), weights.data(), m, K, NE);
+    std::memcpy(d.h_ints, g.src_token.data(), size_t(n_rows) * sizeof(int32_t));
+    std::memcpy(d.h_ints + n_rows, g.sum_rows.data(), size_t(n_rows) * sizeof(int32_t));
+    std::memcpy(d.h_w, g.sum_weights.data(), size_t(n_rows) * sizeof(float));
     int32_t* d_src_token = d.ints;
     int32_t* d_combine_rows = d.ints + n_rows;
     check(cudaMemcpyAsync(d.ints, d.h_ints, size_t(2 * n_rows) * sizeof(int32_t), cudaMemcpyHostToDevice, s),
@@ -130,7 +112,7 @@ void GpuContext::ffn_moe_host(size_t li, int m, const float* in) {
 
     check(gather_rows(in, d_src_token, int(n_rows), Le, d.a.xe, s), "gather_rows (expert inputs)");
     for (int64_t x = 0; x < NE; ++x) {
-        const int64_t r0 = first[size_t(x)], rows = first[size_t(x + 1)] - r0;
+        const int64_t r0 = g.first[size_t(x)], rows = g.rows(x);
         if (rows == 0) continue;
         d.mm->run(L.gate_exps.mat(x), d.a.xe + r0 * Le, rows, d.a.ge + r0 * F);
         d.mm->run(L.up_exps.mat(x), d.a.xe + r0 * Le, rows, d.a.ue + r0 * F);
@@ -138,7 +120,7 @@ void GpuContext::ffn_moe_host(size_t li, int m, const float* in) {
     check(ffn_activate(d.a.ge, d.a.ue, size_t(n_rows) * size_t(F), float(e.situ_beta), float(e.situ_linear_beta), s),
           "ffn_activate (experts)");
     for (int64_t x = 0; x < NE; ++x) {
-        const int64_t r0 = first[size_t(x)], rows = first[size_t(x + 1)] - r0;
+        const int64_t r0 = g.first[size_t(x)], rows = g.rows(x);
         if (rows == 0) continue;
         d.mm->run(L.down_exps.mat(x), d.a.ge + r0 * F, rows, d.a.de + r0 * Le);
     }

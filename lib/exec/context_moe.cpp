@@ -1,11 +1,12 @@
 // The MoE FFN block (deepseek2.md, "MoE"): route every token, run each chosen expert once over
 // all the tokens that chose it (its weights read once per micro-batch), add the shared experts.
 // A token's expert outputs are summed in ascending expert order whatever the batch, so one-token
-// decode reproduces prefill exactly.
+// decode reproduces prefill exactly (expert_groups.hpp).
 #include <algorithm>
 
 #include "exec/context.hpp"
 #include "exec/context_scratch.hpp"
+#include "exec/expert_groups.hpp"
 #include "exec/ops.hpp"
 
 namespace strata::exec {
@@ -28,21 +29,12 @@ void Context::ffn_moe(int64_t li, int64_t n) {
         s.router_state->route(s.router.data() + t * e.n_expert, L.exp_probs_b.empty() ? nullptr : L.exp_probs_b.data(),
                               s.chosen.data() + t * K, s.chosen_w.data() + t * K);
 
-    // Group the routed (token, weight) pairs by expert, ascending, each expert's rows contiguous.
-    std::vector<int64_t>& count = s.expert_rows;
-    count.assign(size_t(e.n_expert) + 1, 0);
-    for (int64_t i = 0; i < n * K; ++i) ++count[size_t(s.chosen[size_t(i)]) + 1];
-    for (int64_t x = 0; x < e.n_expert; ++x) count[size_t(x) + 1] += count[size_t(x)];  // row offsets
-    std::vector<int64_t>& slot_row = s.slot_rows;  // (token, slot) -> its row in the grouped buffers
-    slot_row.resize(size_t(n * K));
-    {
-        std::vector<int64_t> next(count.begin(), count.end() - 1);
-        for (int64_t t = 0; t < n; ++t)  // tokens ascending within an expert
-            for (int64_t i = 0; i < K; ++i) {
-                const int64_t row = next[size_t(s.chosen[size_t(t * K + i)])]++;
-                slot_row[size_t(t * K + i)] = row;
-                std::copy(in + t * Le, in + (t + 1) * Le, s.xe.data() + row * Le);
-            }
+    // Group the routed (token, weight) pairs by expert (expert_groups.hpp).
+    ExpertGroups& g = s.groups;
+    g.build(s.chosen.data(), s.chosen_w.data(), n, K, e.n_expert);
+    for (int64_t row = 0; row < n * K; ++row) {
+        const int64_t t = g.src_token[size_t(row)];
+        std::copy(in + t * Le, in + (t + 1) * Le, s.xe.data() + row * Le);
     }
     // Every chosen expert's gate and up in one dispatch, then every down.
     std::vector<WeightView>& mats = s.mats;
@@ -51,7 +43,7 @@ void Context::ffn_moe(int64_t li, int64_t n) {
     jobs.clear();
     mats.reserve(size_t(2 * e.n_expert));
     for (int64_t x = 0; x < e.n_expert; ++x) {
-        const int64_t r0 = count[size_t(x)], m = count[size_t(x) + 1] - r0;
+        const int64_t r0 = g.first[size_t(x)], m = g.rows(x);
         if (m == 0) continue;
         mats.push_back(L.gate_exps.mat(x));
         jobs.push_back({&mats.back(), s.xe.data() + r0 * Le, m, s.ge.data() + r0 * F});
@@ -63,7 +55,7 @@ void Context::ffn_moe(int64_t li, int64_t n) {
     mats.clear();
     jobs.clear();
     for (int64_t x = 0; x < e.n_expert; ++x) {
-        const int64_t r0 = count[size_t(x)], m = count[size_t(x) + 1] - r0;
+        const int64_t r0 = g.first[size_t(x)], m = g.rows(x);
         if (m == 0) continue;
         mats.push_back(L.down_exps.mat(x));
         jobs.push_back({&mats.back(), s.ge.data() + r0 * F, m, s.de.data() + r0 * Le});
@@ -72,15 +64,10 @@ void Context::ffn_moe(int64_t li, int64_t n) {
     // A token's expert outputs summed in ascending expert order.
     std::fill(s.moe_out.begin(), s.moe_out.begin() + n * Le, 0.0f);
     for (int64_t t = 0; t < n; ++t) {
-        std::vector<int64_t>& slots = s.slots;
-        slots.resize(size_t(K));
-        for (int64_t i = 0; i < K; ++i) slots[size_t(i)] = i;
-        const int32_t* ids = s.chosen.data() + t * K;
-        std::sort(slots.begin(), slots.end(), [ids](int64_t a, int64_t b) { return ids[a] < ids[b]; });
         float* out = s.moe_out.data() + t * Le;
-        for (int64_t x : slots) {
-            const float* d = s.de.data() + slot_row[size_t(t * K + x)] * Le;
-            const float w = s.chosen_w[size_t(t * K + x)];
+        for (int64_t j = 0; j < K; ++j) {
+            const float* d = s.de.data() + int64_t(g.sum_rows[size_t(t * K + j)]) * Le;
+            const float w = g.sum_weights[size_t(t * K + j)];
             for (int64_t c = 0; c < Le; ++c) out[c] += w * d[c];
         }
     }

@@ -9,6 +9,7 @@
 
 #include "exec/backend.hpp"
 #include "exec/context.hpp"
+#include "exec/expert_groups.hpp"
 #include "exec/moe_router.hpp"
 #include "exec/rope.hpp"
 
@@ -49,9 +50,7 @@ struct Context::Scratch {
     std::vector<int32_t> chosen;      // [n, n_expert_used]
     std::vector<float> chosen_w;      // [n, n_expert_used]
     std::unique_ptr<MoeRouter> router_state;  // moe only
-    std::vector<int64_t> expert_rows;  // [n_expert + 1]: each expert's first row in xe/ge/ue/de
-    std::vector<int64_t> slot_rows;    // [n, n_expert_used]: the row of each routed (token, slot)
-    std::vector<int64_t> slots;        // one token's slots in ascending expert order
+    ExpertGroups groups;               // the routed rows grouped by expert (xe/ge/ue/de rows)
     // matmul_many jobs (per-head products, per-expert products)
     std::vector<model::WeightView> mats;
     std::vector<MatmulJob> jobs;
