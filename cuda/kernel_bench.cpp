@@ -1,4 +1,6 @@
-// The kernel benchmark suite (kernel_bench.hpp). UNTESTED ON A GPU until a device check has run it.
+// The kernel benchmark suite (kernel_bench.hpp): the ceilings, the GEMV, prefill-product and
+// attention rows, the small ops and the run; the deepseek2 / Kimi rows live in kernel_bench_mla.cpp,
+// kernel_bench_kda.cpp and kernel_bench_moe.cpp. UNTESTED ON A GPU until a device check has run it.
 #include "kernel_bench.hpp"
 
 #include <algorithm>
@@ -23,7 +25,9 @@
 #include "gemv.cuh"
 #include "gguf/ggml_types.hpp"
 #include "kernel_bench_device.hpp"
+#include "kernel_bench_suite.hpp"
 #include "matmul.hpp"
+#include "model_ops.cuh"
 #include "ops.cuh"
 #include "quant/formats.hpp"
 #include "quant/type_ids.hpp"
@@ -31,145 +35,53 @@
 
 namespace strata::cuda {
 
-namespace {
+namespace kernel_suite {
 
-using json = nlohmann::ordered_json;
-using bench::DeviceBuffer;
-using bench::Timing;
+namespace {
 
 constexpr double kGemvGoalPercent = 85;
 constexpr double kPrefillGoalPercent = 60;
-constexpr uint64_t kAlign = 256;
-
-struct Shape {
-    int64_t rows = 0, cols = 0;
-};
 
 // Decode and prefill products of Llama-3-8B-like (4096, 14336) and Kimi/DeepSeek-like (7168,
 // 18432) layers, rows x cols = outputs x inputs.
 constexpr Shape kShapes[] = {{4096, 4096}, {4096, 14336}, {14336, 4096}, {7168, 18432}, {18432, 7168}};
 constexpr Shape kOneShape = {4096, 14336};  // where the extra types and batch sizes run
 
-uint64_t round_up(uint64_t n, uint64_t a) { return (n + a - 1) / a * a; }
+}  // namespace
 
-std::string shape_text(Shape s) { return std::to_string(s.rows) + "x" + std::to_string(s.cols); }
-
-std::string fixed(double v, int decimals) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
+Suite::Suite(const KernelBenchOptions& o) : o_(o), rng_(std::random_device{}() * 0x100000001ull + 1) {
+    check(cudaGetDevice(&device_), "cudaGetDevice");
+    int l2 = 0;
+    check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_), "cudaDeviceGetAttribute (L2 size)");
+    l2_bytes_ = uint64_t(std::max(l2, 0));
+    // At least 4x the L2 (50 MB on an H200), and never less than 64 MiB.
+    rotate_bytes_ = std::max<uint64_t>(4 * l2_bytes_, uint64_t(64) << 20);
+    // A blocking stream: the setup's plain cudaMemcpy / cudaMemset calls (legacy default stream,
+    // some of them asynchronous to the host) are ordered before every timed launch.
+    check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    sink_ = DeviceBuffer(sizeof(unsigned int));
+    seed_ = rng_.next();
+    rng_ = bench::FastRng(seed_);
 }
 
-json timing_json(const Timing& t) {
-    return {{"time_s", t.median_s},
-            {"samples_s", t.samples_s},
-            {"launches_per_sample", t.launches_per_sample},
-            {"warmup_launches", t.warmup_launches}};
+Suite::~Suite() {
+    if (stream_) cudaStreamDestroy(stream_);
 }
 
-// Copies of one weight matrix, each 256-byte aligned and padded (kDevicePadBytes), enough of them
-// that cycling through them reads at least rotate_bytes, so no launch finds its weights in L2.
-struct MatrixSet {
-    uint32_t type = 0;
-    Shape shape;
-    uint64_t row_bytes = 0;
-    uint64_t stride = 0;  // bytes from one copy to the next
-    int copies = 1;
-    DeviceBuffer buffer;
-
-    uint64_t bytes() const { return row_bytes * uint64_t(shape.rows); }
-    DeviceMatrix at(int64_t k) const {
-        DeviceMatrix m;
-        m.type = type;
-        m.rows = shape.rows;
-        m.cols = shape.cols;
-        m.row_bytes = row_bytes;
-        m.data = buffer.get<uint8_t>() + uint64_t(k % copies) * stride;
-        return m;
-    }
-};
-
-int copies_for(uint64_t bytes, uint64_t rotate_bytes) {
-    return int(std::clamp<uint64_t>((rotate_bytes + bytes - 1) / std::max<uint64_t>(bytes, 1), 1, 256));
+Replicas Suite::replicated(const void* host, uint64_t bytes) {
+    Replicas r;
+    r.bytes = bytes;
+    r.stride = round_up(std::max<uint64_t>(bytes, 1), kAlign);
+    r.copies = copies_for(bytes, rotate_bytes_);
+    r.buffer = DeviceBuffer(r.stride * uint64_t(r.copies));
+    bench::upload(r.buffer, 0, host, bytes);
+    for (int c = 1; c < r.copies; ++c)
+        check(cudaMemcpy(r.buffer.get<uint8_t>() + uint64_t(c) * r.stride, r.buffer.get(), bytes,
+                         cudaMemcpyDeviceToDevice),
+              "cudaMemcpy (replica)");
+    check(cudaDeviceSynchronize(), "replica upload");
+    return r;
 }
-
-class Suite {
-public:
-    explicit Suite(const KernelBenchOptions& o) : o_(o), rng_(std::random_device{}() * 0x100000001ull + 1) {
-        check(cudaGetDevice(&device_), "cudaGetDevice");
-        int l2 = 0;
-        check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_), "cudaDeviceGetAttribute (L2 size)");
-        l2_bytes_ = uint64_t(std::max(l2, 0));
-        // At least 4x the L2 (50 MB on an H200), and never less than 64 MiB.
-        rotate_bytes_ = std::max<uint64_t>(4 * l2_bytes_, uint64_t(64) << 20);
-        // A blocking stream: the setup's plain cudaMemcpy / cudaMemset calls (legacy default stream,
-        // some of them asynchronous to the host) are ordered before every timed launch.
-        check(cudaStreamCreate(&stream_), "cudaStreamCreate");
-        sink_ = DeviceBuffer(sizeof(unsigned int));
-        seed_ = rng_.next();
-        rng_ = bench::FastRng(seed_);
-    }
-    ~Suite() {
-        if (stream_) cudaStreamDestroy(stream_);
-    }
-    Suite(const Suite&) = delete;
-    Suite& operator=(const Suite&) = delete;
-
-    json run();
-
-private:
-    bool wanted(const std::string& name) const {
-        return !o_.ceilings_only && (o_.filter.empty() || name.find(o_.filter) != std::string::npos);
-    }
-    void log(const std::string& line) const {
-        if (o_.log) o_.log(line);
-    }
-    Timing time(const char* what, const std::function<cudaError_t(int64_t)>& launch) {
-        return bench::time_launches(stream_, o_.samples, o_.sample_seconds, what, launch);
-    }
-    // Runs body, recording a failure as an error row instead of ending the suite; a sticky CUDA
-    // error (the context is lost) ends every later group.
-    template <class Body>
-    void guarded(const std::string& name, Body&& body) {
-        if (lost_) return;
-        try {
-            body();
-        } catch (const Error& e) {
-            errors_.push_back({{"name", name}, {"error", e.what()}});
-            log(name + ": FAILED: " + e.what());
-            cudaGetLastError();
-            if (cudaError_t s = cudaDeviceSynchronize(); s != cudaSuccess) {
-                lost_ = true;
-                errors_.push_back({{"name", "suite"},
-                                   {"error", std::string("the CUDA context is unusable after '") + name +
-                                                 "' (" + cudaGetErrorName(s) + "); later rows were not run"}});
-            }
-        }
-    }
-
-    MatrixSet matrices(uint32_t type, Shape s);
-    json bandwidth_row(const std::string& name, const char* group, const Timing& t, double bytes, const char* counted);
-    json flops_row(const std::string& name, const char* group, const Timing& t, double flops, double ceiling,
-                   const std::string& ceiling_name, double goal_percent);
-    void add(json row);
-
-    void ceilings();
-    void gemv_rows(uint32_t type, Shape s, std::span<const int> tokens, bool with_goal);
-    void prefill_rows(Shape s, std::span<const int> tokens);
-    void attention_rows();
-    void rms_norm_rows();
-
-    const KernelBenchOptions& o_;
-    bench::FastRng rng_;
-    uint64_t seed_ = 0;
-    int device_ = 0;
-    uint64_t l2_bytes_ = 0, rotate_bytes_ = 0;
-    cudaStream_t stream_ = nullptr;
-    DeviceBuffer sink_;
-    double stream_gbps_ = 0, copy_traffic_gbps_ = 0, best_cublas_tflops_ = 0;
-    json ceilings_ = json::object(), rows_ = json::array(), errors_ = json::array();
-    bool lost_ = false;
-};
 
 MatrixSet Suite::matrices(uint32_t type, Shape s) {
     MatrixSet m;
@@ -315,6 +227,8 @@ void Suite::gemv_rows(uint32_t type, Shape s, std::span<const int> tokens, bool 
     });
 }
 
+namespace {
+
 // The path DeviceMatmul's chooser took for this shape, read from its describe() line
 // ("type rows x cols, tokens bucket: path (times)").
 std::string chosen_path(const std::string& described, Shape s) {
@@ -334,6 +248,8 @@ std::string chosen_path(const std::string& described, Shape s) {
     }
     return "unknown";
 }
+
+}  // namespace
 
 void Suite::prefill_rows(Shape s, std::span<const int> tokens) {
     const std::string base = "prefill iq1_s " + shape_text(s);
@@ -581,6 +497,38 @@ void Suite::rms_norm_rows() {
     });
 }
 
+// K3's attention residuals for one token: x and 8 banked checkpoints of E 7168 scored and mixed.
+void Suite::attn_res_mix_rows() {
+    const int n_bank = 8;
+    const int64_t E = 7168;
+    const std::string name = "attn_res_mix tokens=1 E=7168 banks=8";
+    if (!wanted(name) || lost_) return;
+    guarded(name, [&] {
+        const std::vector<float> x_host = bench::random_floats(size_t(E), rng_);
+        const std::vector<float> bank_host = bench::random_floats(size_t(n_bank) * size_t(E), rng_);
+        const std::vector<float> w_host = bench::random_floats(size_t(E), rng_);
+        DeviceBuffer x(x_host.size() * sizeof(float)), bank(bank_host.size() * sizeof(float)),
+            w(w_host.size() * sizeof(float)), out(x.bytes());
+        bench::upload(x, 0, x_host.data(), x.bytes());
+        bench::upload(bank, 0, bank_host.data(), bank.bytes());
+        bench::upload(w, 0, w_host.data(), w.bytes());
+        bench::poison(out.get(), out.bytes(), stream_);
+        const Timing t = time("attn_res_mix", [&](int64_t) {
+            return attn_res_mix(x.get<float>(), bank.get<float>(), n_bank, int64_t(n_bank) * E, w.get<float>(), 1, E,
+                                1e-6f, out.get<float>(), stream_);
+        });
+        json row = bandwidth_row(name, "ops", t, double(x.bytes() + bank.bytes() + w.bytes() + out.bytes()),
+                                 "x, the banks and the weights read once (the mix's second read is a cache hit), the "
+                                 "output written; L2-resident and one block per token, so launch-bound");
+        row["kernel"] = "attn_res_mix";
+        row["tokens"] = 1;
+        row["E"] = E;
+        row["banks"] = n_bank;
+        row["output_finite"] = bench::all_finite(out.get<float>(), size_t(E));
+        add(std::move(row));
+    });
+}
+
 json Suite::run() {
     json device = kernel_bench_device_json(device_);
     ceilings();
@@ -604,7 +552,11 @@ json Suite::run() {
             }
         }
         attention_rows();
+        mla_rows();
+        kda_rows();
+        moe_rows();
         rms_norm_rows();
+        attn_res_mix_rows();
     }
     json method = {
         {"timing", "CUDA events around back-to-back launches on one stream; " +
@@ -612,7 +564,8 @@ json Suite::run() {
                        " ms each after warm-up launches; time_s is the median seconds per launch, samples_s every sample"},
         {"inputs", "pseudo-random data (never zeros) generated on the host and uploaded once per shape; seed " +
                        std::to_string(seed_)},
-        {"cache", "weights and KV caches rotated over copies at distinct addresses so one full cycle reads at least " +
+        {"cache", "weights, KV and latent caches, KDA states and MoE expert stacks rotated over copies at distinct "
+                  "addresses (MoE: also over disjoint sets of chosen experts) so one full cycle reads at least " +
                       std::to_string(rotate_bytes_) + " bytes (4x the L2 of " + std::to_string(l2_bytes_) +
                       " bytes, at least 64 MiB)"},
         {"outputs", "poisoned with NaN before timing, checked finite after (output_finite)"},
@@ -627,7 +580,7 @@ json Suite::run() {
             {"ceilings", ceilings_}, {"rows", rows_}, {"errors", errors_}};
 }
 
-}  // namespace
+}  // namespace kernel_suite
 
 std::string cuda_unavailable_reason() {
     int n = 0;
@@ -644,8 +597,8 @@ std::string run_kernel_bench(const KernelBenchOptions& options) {
     if (const std::string why = cuda_unavailable_reason(); !why.empty())
         fail(Status::unsupported, "no CUDA device: " + why);
     if (options.samples < 1 || !(options.sample_seconds > 0)) fail(Status::invalid_argument, "kernel bench: samples >= 1 and sample_seconds > 0");
-    Suite suite(options);
-    return suite.run().dump(2, ' ', false, json::error_handler_t::replace);
+    kernel_suite::Suite suite(options);
+    return suite.run().dump(2, ' ', false, kernel_suite::json::error_handler_t::replace);
 }
 
 }  // namespace strata::cuda

@@ -2,8 +2,11 @@
 // CUDA kernel of the decode and prefill paths timed on the shapes of real models, each figure
 // beside a ceiling measured in the same run on the same device:
 //   - streaming read (bandwidth.cuh) and a device-to-device cudaMemcpy, for bandwidth-bound rows
-//     (decode GEMV: GB/s of weight bytes; decode attention: GB/s of KV bytes; rms_norm);
-//   - cuBLAS f16 GEMM on the same shape, for the prefill products (TFLOP/s).
+//     (decode GEMV: GB/s of weight bytes; decode attention: GB/s of KV bytes; MLA decode: GB/s of
+//     the latent cache's unique bytes; KDA decode: the state read and written; MoE: the chosen
+//     experts' blocks; rms_norm, attn_res_mix);
+//   - cuBLAS f16 GEMM on the same shape, for the prefill products (TFLOP/s); its best rate of the
+//     run for prefill attention, MLA prefill and the KDA chunked form.
 // Method: inputs are fresh pseudo-random data (never zeros) uploaded once; weights are rotated
 // over enough copies that the bytes a row cycles through exceed 4x the L2 cache, so no timed
 // launch finds its weights cache resident; warm-up launches first; each sample times a run of

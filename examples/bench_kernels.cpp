@@ -5,9 +5,10 @@
 // beside a ceiling measured in the same run: IQ1_S decode GEMV (GB/s of weight bytes against the
 // streaming-read kernel), Q8_0 and F16 GEMV, prefill products (the tensor-core path, dequantize +
 // cuBLAS, DeviceMatmul's measured choice; TFLOP/s against cuBLAS f16 GEMM on the same shape),
-// decode and prefill attention, rms_norm. Prints one table; with -o, writes REPORT.json (raw
-// times, every sample, the device, versions) and REPORT.md. Without a usable GPU: "no CUDA
-// device: REASON" and exit status 1. Public headers only.
+// decode and prefill attention, the deepseek2/Kimi kernels (latent attention, KDA step and chunked
+// forms, IQ1_S MoE expert products, attention residuals), rms_norm. Prints one table; with -o,
+// writes REPORT.json (raw times, every sample, the device, versions) and REPORT.md. Without a
+// usable GPU: "no CUDA device: REASON" and exit status 1. Public headers only.
 #include <cstdio>
 #include <string>
 

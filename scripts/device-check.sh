@@ -201,8 +201,8 @@ done
 if [ -f "$RESULTS/kernels.log" ]; then
   echo
   echo "kernel figures (percent of the ceiling measured in the same run):"
-  grep -E "^ceiling|^kernel|tokens=1 |tokens=8 |DeviceMatmul|mma|attention|rms_norm" "$RESULTS/kernels.log" |
-    grep -v "^  " | head -40
+  grep -E "^ceiling|^kernel|tokens=1 |tokens=8 |DeviceMatmul|mma|attention|kda_|moe_|attn_res|rms_norm" \
+    "$RESULTS/kernels.log" | grep -v "^  " | head -50
 fi
 echo
 echo "total $(( $(date +%s) - START ))s; results in $RESULTS"

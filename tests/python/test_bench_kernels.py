@@ -135,6 +135,14 @@ def raw_doc(errors=()) -> dict:
            "flops_per_launch": 6.0e10, "figure_unit": "TFLOP/s", "figure": 350.0,
            "ceiling_name": "cublas_f16 4096x14336 tokens=512", "ceiling": 600.0, "percent_of_ceiling": 58.3,
            "goal_percent": 60.0, "kernel": "mma", "output_finite": False}
+    # A deepseek2/Kimi row: the ratio uses the unique cache bytes, the bytes requested beside them.
+    mla = {"name": "mla_attention decode n_past=4096 (64 heads, C 512, R 64, f16 latent cache)", "group": "mla",
+           **timing, "bytes_per_launch": 4719744.0, "bytes_counted": "unique bytes", "figure_unit": "GB/s",
+           "figure": 629.3, "ceiling_name": "stream_read", "ceiling": 4200.0, "percent_of_ceiling": 15.0,
+           "percent_of_device_copy": 16.6, "kernel": "mla_attention", "n_head": 64, "kv_lora": 512, "n_rot": 64,
+           "tokens": 1, "n_past": 4096, "positions_read": 4097, "bytes_unique": 4719744.0,
+           "bytes_requested": 302063616.0, "ratio_uses": "bytes_unique", "cache_fits_l2": True,
+           "cache_copies_rotated": 43, "output_finite": True}
     return {"device": {"name": "NVIDIA H200", "compute_capability": "9.0", "cuda_runtime_version": "13.0",
                        "cuda_driver_version": "13.0", "cublas_version": 130000},
             "method": {"timing": "CUDA events"}, "options": {"samples": 3},
@@ -142,7 +150,7 @@ def raw_doc(errors=()) -> dict:
                                          "gb_per_s": 4200.0},
                          "device_copy": {"name": "device_copy", **timing, "bytes_copied_per_launch": 1 << 29,
                                          "copied_gb_per_s": 1900.0, "traffic_gb_per_s": 3800.0}},
-            "rows": [gemv, mma], "errors": list(errors)}
+            "rows": [gemv, mma, mla], "errors": list(errors)}
 
 
 def test_a_saved_run_is_printed_and_reported_with_raw_times_beside_every_figure(tmp_path):
@@ -165,6 +173,11 @@ def test_a_saved_run_is_printed_and_reported_with_raw_times_beside_every_figure(
     md = out.with_suffix(".md").read_text()
     assert "| kernel | time us | figure | unit | ceiling |" in md
     assert "| gemv iq1_s 4096x4096 tokens=1 | 7.50 | 436.90 | GB/s | 4200.00 | stream_read | 10.4 | 85 | yes |" in md
+    mla = next(b for b in rows if b["kernel"] == "mla_attention")
+    assert mla["bytes_per_launch"] == mla["bytes_unique"] and mla["bytes_requested"] == 64 * mla["bytes_unique"]
+    assert mla["ratio_uses"] == "bytes_unique"
+    assert ("| mla_attention decode n_past=4096 (64 heads, C 512, R 64, f16 latent cache) | 7.50 | 629.30 | GB/s "
+            "| 4200.00 | stream_read | 15.0 | - | yes |") in md
 
 
 def test_failed_rows_give_exit_status_3_and_a_broken_file_exit_1(tmp_path):
