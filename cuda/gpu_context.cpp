@@ -407,7 +407,8 @@ void GpuContext::run_batches(const int32_t* tokens, const float* hidden, int64_t
                 fetch(d.logits, rows * V, out + (c0 + r0) * V);
             }
         } else if (o == Output::last_logits) {
-            fetch(d.logits, V, out);
+            // With all_logits this is a one-token micro-batch's row, which goes at its own place.
+            fetch(d.logits, V, all_logits ? out + c0 * V : out);
         } else if (o == Output::hidden) {
             check(cudaMemcpy2DAsync(d.h_out, size_t(W_out) * sizeof(float), d.a.x, size_t(E) * sizeof(float),
                                     size_t(E) * sizeof(float), size_t(m), cudaMemcpyDeviceToHost, d.stream),

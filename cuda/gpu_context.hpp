@@ -123,8 +123,8 @@ private:
     void residual_mix(const float* w, int m);
     int64_t banks_before(int64_t layer) const;
     int64_t max_bank() const;
-    void replay(Input in, Output out);
-    void fetch(const float* src, int64_t count, float* dst);  // one token through the captured graph (captured on first use)
+    void replay(Input in, Output out);  // one token through the captured graph (captured on first use)
+    void fetch(const float* src, int64_t count, float* dst);
 
     model::Hparams hp_;
     exec::MemoryPlan plan_;

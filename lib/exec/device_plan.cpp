@@ -13,8 +13,9 @@ namespace strata::exec {
 
 namespace {
 
-// The CUDA kernels' limits (cuda/attention.cuh, mla_attention.cuh, kda.cuh, kda_chunk.cuh).
-constexpr int64_t kMaxLatent = 1024, kMaxRope = 128, kMinKdaHead = 32, kMaxKdaHead = 128;
+// The CUDA kernels' limits (cuda/attention.cuh, mla_attention.cuh, kda.cuh, kda_chunk.cuh; the
+// attention-residual mix scores at most 64 entries, the banked checkpoints and x: model_ops.cu).
+constexpr int64_t kMaxLatent = 1024, kMaxRope = 128, kMinKdaHead = 32, kMaxKdaHead = 128, kMaxResEntries = 64;
 
 [[noreturn]] void refuse(const model::Hparams& hp, const std::string& why) {
     fail(Status::unsupported, "the CUDA backend cannot run this '" + std::string(hp.arch.name) + "' model: " + why +
@@ -56,6 +57,12 @@ void check_gpu_supports(const model::Hparams& hp) {
             refuse(hp, "the CUDA KDA kernels take heads of 32..128 channels in steps of 32; this model's are " +
                            std::to_string(dk));
         if (hp.kda.conv_kernel < 1) refuse(hp, "a KDA convolution of " + std::to_string(hp.kda.conv_kernel) + " taps");
+    }
+    if (const int64_t B = hp.attn_res_block; B > 0) {
+        const int64_t banks = (hp.n_layer + B - 1) / B;
+        if (banks + 1 > kMaxResEntries)
+            refuse(hp, "the CUDA attention-residual mix takes at most " + std::to_string(kMaxResEntries - 1) +
+                           " banked checkpoints; this model banks " + std::to_string(banks));
     }
 }
 

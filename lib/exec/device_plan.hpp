@@ -21,7 +21,8 @@ namespace strata::exec {
 // Throws Error(unsupported) saying what the GPU forward pass cannot run in this model: it runs the
 // llama family (grouped-query attention with head dims 64 and 128, dense SwiGLU FFN) and the
 // deepseek2 / kimi-linear / kimi-k3 layers (latent attention with a latent of at most 1024 and a
-// rope part of at most 128, KDA heads of 32..128 channels, MoE, SiTU, attention residuals).
+// rope part of at most 128, KDA heads of 32..128 channels, MoE, SiTU, attention residuals banking at
+// most 63 checkpoints).
 void check_gpu_supports(const model::Hparams& hp);
 
 // Whether the GPU context can capture its one-token step as a CUDA graph: every MoE layer's

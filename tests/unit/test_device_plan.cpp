@@ -194,6 +194,13 @@ TEST_CASE("device_plan: limits of the GPU kernels are refused naming them; MoE r
     hp = base;
     hp.rope.n_rot = 256;
     CHECK_THROWS_WITH_AS(exec::check_gpu_supports(hp), doctest::Contains("256"), Error);
+    // Attention residuals: the mix scores the banked checkpoints and x, at most 64 entries.
+    hp = small_llama();  // (no per-layer kinds to resize with n_layer)
+    hp.n_layer = 126;
+    hp.attn_res_block = 2;  // 63 checkpoints: the most the mix takes
+    CHECK_NOTHROW(exec::check_gpu_supports(hp));
+    hp.n_layer = 127;  // 64
+    CHECK_THROWS_WITH_AS(exec::check_gpu_supports(hp), doctest::Contains("banks 64"), Error);
     // The tiny model's experts are f32: MoE layers route on the host, naming the tensor.
     const model::ModelWeights w = model::bind_weights(*file, base, 0, 3);
     const std::string why = exec::gpu_host_routing_reason(w);
