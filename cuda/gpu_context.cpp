@@ -126,9 +126,7 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     exec::check_gpu_supports(hp_);
     if (params.n_ctx < 0) fail(Status::invalid_argument, "n_ctx must be >= 0 (0: the model's context length capped at 4096)");
     if (params.n_batch <= 0) fail(Status::invalid_argument, "n_batch must be positive");
-    if (params.kda_chunk < 0 || params.kda_chunk > kKdaChunkMaxTokens)
-        fail(Status::invalid_argument, "kda_chunk must be within [0, " + std::to_string(kKdaChunkMaxTokens) +
-                                           "] on the GPU (0: the step form), is " + std::to_string(params.kda_chunk));
+    if (params.kda_chunk < 0) fail(Status::invalid_argument, "kda_chunk must be >= 0 (0: the step form)");
     if (std::string why = gpu_unavailable_reason(); !why.empty()) fail(Status::unsupported, why);
     const int last = params.last_layer < 0 ? int(hp_.n_layer) : params.last_layer;
     const model::ModelWeights w = model::bind_weights(file, hp_, params.first_layer, last);
@@ -146,6 +144,9 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     const int n_mla = count_layers(hp_, first_layer_, last_layer_, 1);
     const int n_kda = count_layers(hp_, first_layer_, last_layer_, 2);
     recurrent_ = n_kda > 0;
+    if (recurrent_ && kda_chunk_ > kKdaChunkMaxTokens)  // (the CPU takes any chunk; the kernel's tiles are bounded)
+        fail(Status::invalid_argument, "kda_chunk must be within [0, " + std::to_string(kKdaChunkMaxTokens) +
+                                           "] on the GPU (0: the step form), is " + std::to_string(kda_chunk_));
     {
         int gqa = 0, mla = 0, kda = 0;
         for (int il = first_layer_; il < last_layer_; ++il) {

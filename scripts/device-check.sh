@@ -117,7 +117,10 @@ RESERVE=75
 ARCH_MODELS=()
 for arch in deepseek2 kimi-linear kimi-k3; do
   m="$WORK/$arch-tiny-iq1_s.gguf"
-  run_logged 40 "$RESULTS/mkmodel-$arch.log" strata-mkmodel --arch "$arch" --preset tiny --type iq1_s -o "$m"
+  # kimi-k3's tiny latent (128) is not whole IQ1_S blocks: 256 lets its experts route on the device
+  # (graphs on), as K3's 3584 does.
+  extra=(); [ "$arch" = kimi-k3 ] && extra=(--latent 256)
+  run_logged 40 "$RESULTS/mkmodel-$arch.log" strata-mkmodel --arch "$arch" --preset tiny --type iq1_s "${extra[@]}" -o "$m"
   [ "$RC" -eq 0 ] && ARCH_MODELS+=("$m") || record "mkmodel $arch tiny" "$(verdict "$RC")" "$SECS" "see mkmodel-$arch.log"
 done
 if [ "${#ARCH_MODELS[@]}" -gt 0 ]; then

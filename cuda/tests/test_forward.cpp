@@ -98,6 +98,8 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t n_vocab) {
 struct Runner {
     virtual ~Runner() = default;
     virtual std::vector<float> run(const std::vector<int32_t>& tokens) = 0;
+    // The routing margin of the last token run (the CPU's: the reference the GPU is judged by).
+    virtual float routing_margin() const { return INFINITY; }
 };
 
 struct CpuRunner final : Runner {
@@ -108,6 +110,7 @@ struct CpuRunner final : Runner {
         ctx.decode(tokens, out.data());
         return out;
     }
+    float routing_margin() const override { return ctx.last_token_routing_margin(); }
 };
 
 struct GpuRunner final : Runner {
@@ -151,6 +154,7 @@ struct SplitRunner final : Runner {
 
 struct Trace {
     std::vector<std::vector<float>> logits;  // prefill's last row, then each decode step
+    std::vector<float> margins;              // each step's routing margin (+inf: not known or no MoE)
 };
 
 // Prefill `prompt`, then n_steps greedy steps choosing with `chooser`'s logits (the CPU's), so
@@ -159,7 +163,10 @@ std::vector<Trace> run_all(std::vector<Runner*> runners, const std::vector<int32
     std::vector<Trace> traces(runners.size());
     std::vector<int32_t> input = prompt;
     for (int step = 0; step <= n_steps; ++step) {
-        for (size_t r = 0; r < runners.size(); ++r) traces[r].logits.push_back(runners[r]->run(input));
+        for (size_t r = 0; r < runners.size(); ++r) {
+            traces[r].logits.push_back(runners[r]->run(input));
+            traces[r].margins.push_back(runners[r]->routing_margin());
+        }
         input = {argmax(traces[0].logits.back())};
     }
     return traces;
@@ -171,12 +178,21 @@ struct Case {
     exec::KvType kv;
 };
 
-void check_against_cpu(const std::string& name, const Trace& cpu, const Trace& gpu) {
-    double worst = 0;
-    int ties = 0, finite = 0;
+// A step whose CPU routing margin is below route_near_tie (MoE models: a near tie that the GPU's
+// float noise may legitimately route the other way, DESIGN.md "Comparing logits") is printed with
+// its error, not judged; at least half the steps must be judged.
+void check_against_cpu(const std::string& name, const Trace& cpu, const Trace& gpu, double route_near_tie = 0.0) {
+    double worst = 0, worst_unjudged = 0;
+    int ties = 0, finite = 0, route_ties = 0;
+    const int steps = int(cpu.logits.size());
     for (size_t s = 0; s < cpu.logits.size(); ++s) {
         finite += all_finite(gpu.logits[s]);
         const double r = rel_rms(cpu.logits[s], gpu.logits[s]);
+        if (double(cpu.margins[s]) < route_near_tie) {
+            ++route_ties;
+            worst_unjudged = std::max(worst_unjudged, r);
+            continue;
+        }
         worst = std::max(worst, r);
         if (margin(cpu.logits[s]) < kTieFraction) {
             ++ties;
@@ -186,10 +202,16 @@ void check_against_cpu(const std::string& name, const Trace& cpu, const Trace& g
                name + ": step " + std::to_string(s) + " greedy token differs (cpu " + std::to_string(argmax(cpu.logits[s])) +
                    ", gpu " + std::to_string(argmax(gpu.logits[s])) + ")");
     }
-    expect(finite == int(cpu.logits.size()), name + ": non-finite GPU logits");
+    expect(finite == steps, name + ": non-finite GPU logits");
     expect(worst <= kRelRmsBound, name + ": relative RMS " + std::to_string(worst) + " > " + std::to_string(kRelRmsBound));
-    std::printf("  %-34s gpu vs cpu: worst rel RMS %.5f over %zu steps (bound %.3f), near ties %d\n", name.c_str(), worst,
-                cpu.logits.size(), kRelRmsBound, ties);
+    expect(2 * route_ties <= steps, name + ": " + std::to_string(route_ties) + " of " + std::to_string(steps) +
+                                        " steps were routing near ties: too few judged");
+    std::printf("  %-34s gpu vs cpu: worst rel RMS %.5f over %d judged steps (bound %.3f), logit near ties %d", name.c_str(),
+                worst, steps - route_ties, kRelRmsBound, ties);
+    if (route_ties > 0)
+        std::printf("; routing near ties (margin < %.3g) %d, not judged, worst rel RMS %.5f", route_near_tie, route_ties,
+                    worst_unjudged);
+    std::printf("\n");
 }
 
 void check_identical(const std::string& name, const Trace& a, const Trace& b) {
@@ -332,7 +354,7 @@ void check_budget_refusal_and_progress() {
 // stages against one (bit-identical: n_batch 8 keeps every product on the deterministic gemv);
 // decode after prefill against one longer prefill's rows; with KDA layers the chunked form
 // against the CPU's step form, and truncation refused mid-sequence.
-void run_model_checks(const std::string& name, const gguf::ModelFile& file) {
+void run_model_checks(const std::string& name, const gguf::ModelFile& file, double route_near_tie) {
     const model::Hparams hp = model::read_hparams(file);
     const auto prompt = random_tokens(40, hp.n_vocab);
     constexpr int kSteps = 12;
@@ -341,7 +363,7 @@ void run_model_checks(const std::string& name, const gguf::ModelFile& file) {
         CpuRunner cpu(file, p);
         GpuRunner gpu(file, p, true);
         const auto t = run_all({&cpu, &gpu}, prompt, kSteps);
-        check_against_cpu(name, t[0], t[1]);
+        check_against_cpu(name, t[0], t[1], route_near_tie);
     }
     exec::ContextParams p8 = p;
     p8.n_batch = 8;
@@ -352,7 +374,7 @@ void run_model_checks(const std::string& name, const gguf::ModelFile& file) {
     GpuRunner graphs(file, p8, true), direct(file, p8, false);
     SplitRunner split(file, p8, cuts);
     const auto t = run_all({&cpu, &graphs, &direct, &split}, prompt, kSteps);
-    check_against_cpu(name + " (n_batch 8)", t[0], t[1]);
+    check_against_cpu(name + " (n_batch 8)", t[0], t[1], route_near_tie);
     check_identical(name + " graph vs no graph", t[1], t[2]);
     check_identical(name + " " + std::to_string(split.stages.size()) + " stages vs one", t[1], t[3]);
     // Only MoE routed on the host may turn graphs off; a capture that fails is a failure.
@@ -401,7 +423,7 @@ void run_model_checks(const std::string& name, const gguf::ModelFile& file) {
         pc.kda_chunk = 16;
         GpuRunner chunked(file, pc, true);
         const auto tc = run_all({&step_cpu, &chunked}, prompt, 4);
-        check_against_cpu(name + " (GPU chunked KDA)", tc[0], tc[1]);
+        check_against_cpu(name + " (GPU chunked KDA)", tc[0], tc[1], route_near_tie);
         const bool refused = !chunked.ctx.can_truncate(chunked.ctx.n_past() - 1);
         expect(refused && chunked.ctx.can_truncate(0), name + ": a recurrent stage must refuse to drop positions");
     }
@@ -411,7 +433,8 @@ void run_model_file(const char* path) {
     const auto file = gguf::ModelFile::open({path});
     const model::Hparams hp = model::read_hparams(*file);
     if (hp.arch.attention != model::AttentionKind::gqa) {
-        run_model_checks(path, *file);
+        // IQ1_S models: near ties as tests/python/test_forward_deepseek2.py judges iq1_s routings.
+        run_model_checks(path, *file, 0.015);
         return;
     }
     const auto prompt = random_tokens(40, hp.n_vocab);
@@ -461,7 +484,7 @@ int main(int argc, char** argv) {
             // kimi-linear in memory (f32 weights: KDA, NoPE MLA, MoE routed on the host); the
             // IQ1_S deepseek2 / kimi-linear / kimi-k3 models come as arguments (device-check.sh
             // writes them with strata-mkmodel).
-            run_model_checks("tiny kimi-linear (f32)", *test::tiny_kimi(cuda_test::rng()));
+            run_model_checks("tiny kimi-linear (f32)", *test::tiny_kimi(cuda_test::rng()), 1e-3);
         }
     } catch (const std::exception& e) {
         cuda_test::report(false, std::string("exception: ") + e.what());

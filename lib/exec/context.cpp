@@ -176,6 +176,7 @@ void Context::run_layers(float* x, int64_t n) {
     const int64_t E = hp_.n_embd;
     const int64_t P = s_->rope->n_pairs();
     if (n_past_ == 0 && kda_.bytes() > 0) kda_.zero();  // a new sequence (reset or truncate to 0)
+    last_margin_ = INFINITY;  // this micro-batch's last token (the call's last micro-batch wins)
     for (int64_t t = 0; t < n; ++t) s_->rope->angles(n_past_ + t, s_->cos.data() + t * P, s_->sin.data() + t * P);
     const int64_t B = hp_.attn_res_block;
     for (size_t li = 0; li < w_.layers.size(); ++li) {

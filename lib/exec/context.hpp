@@ -17,6 +17,7 @@
 // overflow and calls to the wrong stage throw Error(invalid_argument) before anything runs.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -97,6 +98,11 @@ public:
 
     Backend& backend() { return *backend_; }
 
+    // The routing margin (deepseek2.md) of the last token of the last decode / forward_hidden
+    // call: the smallest over this stage's MoE layers (+inf without them). Tests judge logits
+    // whose routing was a near tie apart (DESIGN.md, "Comparing logits").
+    float last_token_routing_margin() const { return last_margin_; }
+
 private:
     void check_room(int64_t n_tokens) const;
     // Runs n tokens of hidden state x (n * n_embd, modified) through the layers at n_past.
@@ -131,6 +137,7 @@ private:
     std::vector<int64_t> mla_slot_, kda_slot_;  // stage layer -> its slot in latent_ / kda_ (-1: none)
     int64_t n_bank_ = 0;
     int64_t kda_chunk_ = 0;
+    float last_margin_ = INFINITY;
     std::string lost_;  // attention residuals: checkpoints banked so far in this micro-batch
     MemoryPlan plan_;
     int64_t n_ctx_ = 0;

@@ -25,9 +25,12 @@ void Context::ffn_moe(int64_t li, int64_t n) {
         be.matmul(L.routed_down, s.xn.data(), n, s.zlat.data());
         in = s.zlat.data();
     }
-    for (int64_t t = 0; t < n; ++t)
-        s.router_state->route(s.router.data() + t * e.n_expert, L.exp_probs_b.empty() ? nullptr : L.exp_probs_b.data(),
-                              s.chosen.data() + t * K, s.chosen_w.data() + t * K);
+    for (int64_t t = 0; t < n; ++t) {
+        const float margin =
+            s.router_state->route(s.router.data() + t * e.n_expert, L.exp_probs_b.empty() ? nullptr : L.exp_probs_b.data(),
+                                  s.chosen.data() + t * K, s.chosen_w.data() + t * K);
+        if (t == n - 1) last_margin_ = std::min(last_margin_, margin);
+    }
 
     // Group the routed (token, weight) pairs by expert (expert_groups.hpp).
     ExpertGroups& g = s.groups;

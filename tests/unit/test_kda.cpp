@@ -207,3 +207,25 @@ TEST_CASE("bad kimi files get an error naming the key or tensor") {
         CHECK(err.find(c.needle) != std::string::npos);
     }
 }
+
+TEST_CASE("a kimi-linear context reports the last token's routing margin; a stage without MoE layers reports +inf") {
+    const auto file = test::tiny_kimi(std::random_device{}());
+    exec::Context all(*file, {.n_ctx = 32, .n_threads = 2});
+    std::vector<float> logits(static_cast<size_t>(all.n_vocab()));
+    const std::vector<int32_t> prompt = {1, 5, 9, 2, 7};
+    CHECK(std::isinf(all.last_token_routing_margin()));  // nothing run yet
+    all.decode(prompt, logits.data());
+    const float m = all.last_token_routing_margin();
+    CHECK(std::isfinite(m));
+    CHECK(m >= 0.0f);
+    // The same last token after the same prefix: the same routing, the same margin.
+    exec::Context again(*file, {.n_ctx = 32, .n_threads = 1});
+    again.decode({prompt.data(), 4}, logits.data());
+    again.decode({prompt.data() + 4, 1}, logits.data());
+    CHECK(again.last_token_routing_margin() == doctest::Approx(m).epsilon(1e-4));
+    // Layer 0 is dense: a stage of it alone routes nothing.
+    exec::Context dense(*file, {.n_ctx = 32, .n_threads = 1, .last_layer = 1});
+    std::vector<float> hidden(static_cast<size_t>(dense.output_floats(5, false)));
+    dense.decode(prompt, hidden.data());
+    CHECK(std::isinf(dense.last_token_routing_margin()));
+}
