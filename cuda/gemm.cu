@@ -13,7 +13,7 @@ namespace strata::cuda {
 namespace {
 
 // The IQ1_S grid in global memory, from the same generated data as the host table. Not
-// __constant__ (as iq1s_warp_dot.cuh has it): here every lane looks up a different entry, which
+// __constant__ (as iq1s_grid_constant.cuh has it): here every lane looks up a different entry, which
 // the constant cache serializes, while global loads go through L1 (the dequantizer) and a coalesced
 // copy fills the MMA kernel's shared-memory table.
 __device__ uint64_t kGemmGrid[quant::kIq1sGridSize] = {

@@ -5,6 +5,8 @@
 // UNTESTED ON A GPU until a device check has run it (cuda/tests/test_gemv.cu).
 #include "gemv.cuh"
 
+#include <cstdint>
+
 #include "gemv_launch.cuh"
 #include "quant/iq1s_block.hpp"
 #include "quant/q8_0.hpp"
@@ -47,6 +49,12 @@ bool cols_ok(uint32_t type, int64_t cols) {
 
 bool tokens_ok(int n_tokens) { return n_tokens >= 1 && n_tokens <= kGemvMaxTokens; }
 
+// quantize_activations takes any number of rows whose blocks a grid can count (one warp a block,
+// kernels indexing blocks with int64 but launching int-sized grids).
+bool rows_ok(uint32_t type, int64_t cols, int n_rows) {
+    return n_rows >= 1 && int64_t(n_rows) * (cols / block_elems(type)) <= int64_t(INT32_MAX);
+}
+
 }  // namespace
 
 bool gemv_supports(uint32_t weight_type) { return block_elems(weight_type) > 0; }
@@ -62,7 +70,7 @@ size_t gemv_act_bytes(uint32_t weight_type, int64_t cols, int n_tokens) {
 
 cudaError_t quantize_activations(uint32_t weight_type, const float* x, int64_t cols, int n_tokens, void* act,
                                  cudaStream_t stream) {
-    if (!cols_ok(weight_type, cols) || !tokens_ok(n_tokens)) return cudaErrorInvalidValue;
+    if (!cols_ok(weight_type, cols) || !rows_ok(weight_type, cols, n_tokens)) return cudaErrorInvalidValue;
     if (weight_type != quant::kTypeIQ1_S && weight_type != quant::kTypeQ8_0) return cudaSuccess;  // float: no-op
     if (!x || !act) return cudaErrorInvalidValue;
     if (weight_type == quant::kTypeIQ1_S) {

@@ -30,7 +30,9 @@ bool gemv_supports(uint32_t weight_type);
 size_t gemv_act_bytes(uint32_t weight_type, int64_t cols, int n_tokens);
 
 // x [n_tokens][cols] (device) -> act, in the activation format of weight_type, byte-identical to
-// the CPU's quantize_row_q8_k / quantize_row_q8_0 of each row. No-op for float types.
+// the CPU's quantize_row_q8_k / quantize_row_q8_0 of each row. No-op for float types. Takes any
+// n_tokens >= 1 (not only gemv's kGemvMaxTokens: the MoE kernels quantize one row per chosen
+// expert, moe.cuh) up to 2^31 - 1 blocks in all.
 cudaError_t quantize_activations(uint32_t weight_type, const float* x, int64_t cols, int n_tokens, void* act,
                                  cudaStream_t stream);
 

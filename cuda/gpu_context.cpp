@@ -21,10 +21,12 @@
 #include "exec/device_plan.hpp"
 #include "exec/rope.hpp"
 #include "exec/sequence.hpp"
+#include "gemv.cuh"
 #include "gguf/model_file.hpp"
 #include "matmul.hpp"
 #include "moe.cuh"
 #include "ops.cuh"
+#include "quant/type_ids.hpp"
 #include "util/error.hpp"
 
 namespace strata::cuda {
@@ -49,6 +51,17 @@ private:
     uint8_t* base_;
     uint64_t offset_ = 0;
 };
+
+// The one-token device MoE's workspace (Device::route_ws and after it): routing scratch, then
+// the Q8_K activations of the expert input and of the activated expert rows. A pass with a
+// null base measures.
+void carve_moe_workspace(GpuContext::Device& d, Carver& c, const model::Hparams& hp) {
+    const model::MoeParams& e = hp.moe;
+    const int64_t Le = e.latent > 0 ? e.latent : hp.n_embd;
+    d.route_ws = c.take<uint8_t>(moe_route_workspace_bytes(exec::moe_route_of(e), 1));
+    d.moe_act_in = c.take<uint8_t>(gemv_act_bytes(quant::kTypeIQ1_S, Le, 1));
+    d.moe_act_h = c.take<uint8_t>(gemv_act_bytes(quant::kTypeIQ1_S, e.n_ff_exp, int(e.n_expert_used)));
+}
 
 int count_layers(const model::Hparams& hp, int first, int last, int kind) {  // 0 gqa, 1 mla, 2 kda
     int n = 0;
@@ -178,7 +191,14 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     if (any_moe) {
         host_routing = exec::gpu_host_routing_reason(w);
         d.device_routing = host_routing.empty();
-        if (d.device_routing) route_ws_bytes = moe_route_workspace_bytes(exec::moe_route_of(hp_.moe), 1);
+        if (d.device_routing) {
+            Carver moe_measure(nullptr);
+            carve_moe_workspace(d, moe_measure, hp_);
+            route_ws_bytes = moe_measure.bytes();
+            // The float steps of the CPU kernel the CPU backend runs on this host, so that the
+            // experts' rows match the CPU forward pass bit for bit (moe.cuh).
+            d.moe_order = quant::resolve_iq1s_kernel(quant::Iq1sKernel::best);
+        }
     }
 
     // Plan before allocating anything.
@@ -244,8 +264,9 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
         d.ws = d.ws_mem.get();
     }
     if (route_ws_bytes > 0) {
-        d.route_ws_mem = device_alloc(route_ws_bytes, "the MoE routing workspace");
-        d.route_ws = d.route_ws_mem.get();
+        d.route_ws_mem = device_alloc(route_ws_bytes, "the MoE routing workspace and expert activations");
+        Carver moe_place(static_cast<uint8_t*>(d.route_ws_mem.get()));
+        carve_moe_workspace(d, moe_place, hp_);
     }
     if (any_moe) {
         d.router = std::make_unique<exec::MoeRouter>(hp_.moe);

@@ -19,6 +19,7 @@
 #include "gpu_context.hpp"
 #include "gpu_weights.hpp"
 #include "matmul.hpp"
+#include "quant/iq1s_dot.hpp"
 
 namespace strata::cuda {
 
@@ -66,7 +67,13 @@ struct GpuContext::Device {
     const float* sin = nullptr;
     int n_pairs = 0;
     void* ws = nullptr;        // attention workspace
-    void* route_ws = nullptr;  // moe_route workspace (one token)
+    // One-token device MoE (route_ws_mem, the plan's route_workspace_bytes): the moe_route
+    // workspace, then the Q8_K activations of the expert input (Le values) and of the n_used
+    // activated rows (n_used x n_ff_exp), each on a 256-byte boundary.
+    void* route_ws = nullptr;
+    void* moe_act_in = nullptr;
+    void* moe_act_h = nullptr;
+    quant::Iq1sKernel moe_order = quant::Iq1sKernel::scalar;  // the CPU kernel whose float steps the experts take
     bool device_routing = false;
     std::unique_ptr<exec::MoeRouter> router;          // the host routing path
     std::vector<std::vector<float>> host_bias;        // per layer: exp_probs_b (host routing)

@@ -1,8 +1,11 @@
 // The MoE FFN block on the GPU (deepseek2.md "MoE"; exec::Context::ffn_moe): the router scores
 // the full-width normed input; K3's latent experts first map it to the latent width. Then either
-//   on the device (one token, IQ1_S experts): routing by route_token in a kernel, every chosen
-//   expert's gate and up rows in one launch and the weighted down rows in another (the experts'
-//   50-byte blocks read directly, no host round trip: the step can be captured as a graph); or
+//   on the device (one token, IQ1_S experts): routing by route_token in a kernel, the input
+//   quantized to Q8_K once, every chosen expert's gate and up rows in one launch, the activated
+//   rows quantized to Q8_K, and the weighted down rows in another launch (the experts' 50-byte
+//   blocks read directly, no host round trip: the step can be captured as a graph). These are
+//   the CPU's products bit for bit (moe.cuh: its Q8_K activations, integers and float steps, and
+//   its sum over a token's experts in ascending expert order); or
 //   on the host (several tokens, or other expert types): the router logits copied back, routed
 //   by the CPU's own MoeRouter, the (token, slot) pairs grouped by expert so that each chosen
 //   expert's weights are read once for all its tokens, per-expert products, and a combine that
@@ -14,11 +17,13 @@
 #include "cuda_error.hpp"
 #include "exec/expert_groups.hpp"
 #include "exec/moe_router.hpp"
+#include "gemv.cuh"
 #include "gpu_context.hpp"
 #include "gpu_context_device.hpp"
 #include "model_ops.cuh"
 #include "moe.cuh"
 #include "ops.cuh"
+#include "quant/type_ids.hpp"
 
 namespace strata::cuda {
 
@@ -61,20 +66,27 @@ void GpuContext::ffn_moe(size_t li, int m) {
     }
 }
 
-// One token, IQ1_S experts: d.a.router -> d.a.moe_out (Le values).
+// One token, IQ1_S experts: d.a.router -> d.a.moe_out (Le values), through d.route_ws and the
+// Q8_K buffers d.moe_act_in (Le values) and d.moe_act_h (K rows of F values).
 void GpuContext::ffn_moe_device(size_t li, const float* in) {
     Device& d = *d_;
     const GpuLayerWeights& L = d.w->layers[li];
     const model::MoeParams& e = hp_.moe;
     const int K = int(e.n_expert_used);
+    const int64_t Le = e.latent > 0 ? e.latent : hp_.n_embd, F = e.n_ff_exp;
     cudaStream_t s = d.stream;
     check(moe_route(d.a.router, L.exp_probs_b, exec::moe_route_of(e), 1, d.route_ws, d.ints, d.a.chosen_w, nullptr, s),
           "moe_route");
-    check(moe_gate_up_iq1s(iq1s_stack(L.gate_exps), iq1s_stack(L.up_exps), in, d.ints, K, d.a.ge, d.a.ue, s),
+    // The CPU quantizes each expert's copy of the input row: the same Q8_K blocks, made once here.
+    check(quantize_activations(quant::kTypeIQ1_S, in, Le, 1, d.moe_act_in, s), "quantize_activations (expert input)");
+    check(moe_gate_up_iq1s(iq1s_stack(L.gate_exps), iq1s_stack(L.up_exps), d.moe_act_in, d.ints, K, d.moe_order, d.a.ge,
+                           d.a.ue, s),
           "moe_gate_up_iq1s");
-    check(ffn_activate(d.a.ge, d.a.ue, size_t(K) * size_t(e.n_ff_exp), float(e.situ_beta), float(e.situ_linear_beta), s),
+    check(ffn_activate(d.a.ge, d.a.ue, size_t(K) * size_t(F), float(e.situ_beta), float(e.situ_linear_beta), s),
           "ffn_activate (experts)");
-    check(moe_down_iq1s(iq1s_stack(L.down_exps), d.a.ge, d.ints, d.a.chosen_w, K, d.a.moe_out, s), "moe_down_iq1s");
+    check(quantize_activations(quant::kTypeIQ1_S, d.a.ge, F, K, d.moe_act_h, s), "quantize_activations (expert rows)");
+    check(moe_down_iq1s(iq1s_stack(L.down_exps), d.moe_act_h, d.ints, d.a.chosen_w, K, d.moe_order, d.a.moe_out, s),
+          "moe_down_iq1s");
 }
 
 // m tokens, any expert type: d.a.router -> d.a.moe_out ([m][Le]), routed on the host.

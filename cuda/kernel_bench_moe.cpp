@@ -1,20 +1,23 @@
 // The kernel benchmark's MoE rows (moe.cuh) for one token on K3-like shapes: 16 of 64 experts
 // chosen, n_ff_exp 3072, the expert input either E 7168 or the latent 3584. moe_gate_up_iq1s and
-// moe_down_iq1s are timed apart: GB/s of the chosen experts' IQ1_S blocks against the streaming
-// read. The stacks hold one random expert (valid blocks, as the GEMV rows' weights) copied to
-// every slot; consecutive launches take disjoint sets of chosen experts (a shuffled partition of
-// the 64) and, where one pass over the stack is under the rotation size, further stack copies,
-// so no launch finds its experts in L2. Host code (C++20). UNTESTED ON A GPU until a device check
-// has run it.
+// moe_down_iq1s are timed apart, in the float order of this host's CPU kernel (as the forward pass
+// runs them), their Q8_K activations quantized once beforehand: GB/s of the chosen experts' IQ1_S
+// blocks plus those Q8_K blocks against the streaming read. The stacks hold one random expert
+// (valid blocks, as the GEMV rows' weights) copied to every slot; consecutive launches take
+// disjoint sets of chosen experts (a shuffled partition of the 64) and, where one pass over the
+// stack is under the rotation size, further stack copies, so no launch finds its experts in L2.
+// Host code (C++20). UNTESTED ON A GPU until a device check has run it.
 #include <algorithm>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "cuda_error.hpp"
+#include "gemv.cuh"
 #include "kernel_bench_suite.hpp"
 #include "moe.cuh"
 #include "quant/iq1s_block.hpp"
+#include "quant/iq1s_dot.hpp"
 #include "quant/type_ids.hpp"
 
 namespace strata::cuda::kernel_suite {
@@ -82,6 +85,8 @@ DeviceBuffer upload_floats(const std::vector<float>& host) {
 }  // namespace
 
 void Suite::moe_rows() {
+    // The float steps of the CPU kernel this host runs (moe.cuh): what the forward pass passes.
+    const quant::Iq1sKernel order = quant::resolve_iq1s_kernel(quant::Iq1sKernel::best);
     for (int64_t E : {int64_t(7168), int64_t(3584)}) {
         const std::string shape = " E=" + std::to_string(E) + (E == 3584 ? " (latent)" : "") +
                                   " n_ff=3072 experts=16/64 tokens=1";
@@ -91,6 +96,7 @@ void Suite::moe_rows() {
         const uint64_t chosen_bytes_out = uint64_t(kChosen) * expert_bytes(E, kFf);
         auto common = [&](json& row, const char* kernel, int copies) {
             row["kernel"] = kernel;
+            row["sum_order"] = quant::iq1s_kernel_name(order);
             row["type"] = "iq1_s";
             row["E"] = E;
             row["n_ff_exp"] = kFf;
@@ -107,17 +113,22 @@ void Suite::moe_rows() {
                 const ExpertStacks gate(kFf, E, copies, rng_), up(kFf, E, copies, rng_);
                 const DeviceBuffer chosen = chosen_sets(rng_);
                 const DeviceBuffer x = upload_floats(bench::random_floats(size_t(E), rng_));
+                const uint64_t act_bytes = gemv_act_bytes(quant::kTypeIQ1_S, E, 1);
+                const DeviceBuffer xq(act_bytes);
+                check(quantize_activations(quant::kTypeIQ1_S, x.get<float>(), E, 1, xq.get(), stream_),
+                      "quantize_activations (expert input)");
                 DeviceBuffer gate_out(size_t(kChosen) * kFf * sizeof(float)), up_out(gate_out.bytes());
                 bench::poison(gate_out.get(), gate_out.bytes(), stream_);
                 bench::poison(up_out.get(), up_out.bytes(), stream_);
                 const Timing t = time("moe_gate_up_iq1s", [&](int64_t k) {
-                    return moe_gate_up_iq1s(gate.at(k), up.at(k), x.get<float>(),
-                                            chosen.get<int32_t>() + (k % kSets) * kChosen, kChosen,
-                                            gate_out.get<float>(), up_out.get<float>(), stream_);
+                    return moe_gate_up_iq1s(gate.at(k), up.at(k), xq.get(), chosen.get<int32_t>() + (k % kSets) * kChosen,
+                                            kChosen, order, gate_out.get<float>(), up_out.get<float>(), stream_);
                 });
-                json row = bandwidth_row(gate_up_name, "moe", t, double(2 * chosen_bytes_in),
-                                         "the chosen experts' gate and up IQ1_S blocks (x and outputs not counted)");
+                json row = bandwidth_row(gate_up_name, "moe", t, double(2 * chosen_bytes_in + act_bytes),
+                                         "the chosen experts' gate and up IQ1_S blocks and the input's Q8_K blocks "
+                                         "(once; outputs not counted)");
                 common(row, "moe_gate_up_iq1s", copies);
+                row["activation_bytes"] = act_bytes;
                 row["output_finite"] = bench::all_finite(gate_out.get<float>(), size_t(kChosen) * kFf) &&
                                        bench::all_finite(up_out.get<float>(), size_t(kChosen) * kFf);
                 add(std::move(row));
@@ -128,18 +139,24 @@ void Suite::moe_rows() {
                 const ExpertStacks down(E, kFf, copies, rng_);
                 const DeviceBuffer chosen = chosen_sets(rng_);
                 const DeviceBuffer h = upload_floats(bench::random_floats(size_t(kChosen) * kFf, rng_));
+                const uint64_t act_bytes = gemv_act_bytes(quant::kTypeIQ1_S, kFf, kChosen);
+                const DeviceBuffer hq(act_bytes);
+                check(quantize_activations(quant::kTypeIQ1_S, h.get<float>(), kFf, kChosen, hq.get(), stream_),
+                      "quantize_activations (expert rows)");
                 std::vector<float> w_host(kChosen);
                 for (auto& w : w_host) w = rng_.uniform(0.01f, 0.2f);  // router weights: positive
                 const DeviceBuffer weights = upload_floats(w_host);
                 DeviceBuffer out(size_t(E) * sizeof(float));
                 bench::poison(out.get(), out.bytes(), stream_);
                 const Timing t = time("moe_down_iq1s", [&](int64_t k) {
-                    return moe_down_iq1s(down.at(k), h.get<float>(), chosen.get<int32_t>() + (k % kSets) * kChosen,
-                                         weights.get<float>(), kChosen, out.get<float>(), stream_);
+                    return moe_down_iq1s(down.at(k), hq.get(), chosen.get<int32_t>() + (k % kSets) * kChosen,
+                                         weights.get<float>(), kChosen, order, out.get<float>(), stream_);
                 });
-                json row = bandwidth_row(down_name, "moe", t, double(chosen_bytes_out),
-                                         "the chosen experts' down IQ1_S blocks (activations and output not counted)");
+                json row = bandwidth_row(down_name, "moe", t, double(chosen_bytes_out + act_bytes),
+                                         "the chosen experts' down IQ1_S blocks and the activated rows' Q8_K blocks "
+                                         "(output not counted)");
                 common(row, "moe_down_iq1s", copies);
+                row["activation_bytes"] = act_bytes;
                 row["output_finite"] = bench::all_finite(out.get<float>(), size_t(E));
                 add(std::move(row));
             });

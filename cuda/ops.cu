@@ -9,7 +9,7 @@
 
 #include <cuda_fp16.h>
 
-#include "iq1s_warp_dot.cuh"  // kIq1sGridDevice: the IQ1_S grid in constant memory
+#include "iq1s_grid_constant.cuh"  // kIq1sGridDevice: the IQ1_S grid in constant memory
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
 #include "quant/q8_0.hpp"

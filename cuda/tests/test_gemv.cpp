@@ -1,7 +1,8 @@
 // The decode products (gemv.cuh) against the CPU backend, on fresh random data:
 //  1. quantize_activations: Q8_K and Q8_0 blocks byte for byte equal to quant::quantize_row_q8_k /
 //     quantize_row_q8_0, including magnitude ties (+m/-m, either first, in one lane and across
-//     lanes) and an all-zero block (the d = 0 branch);
+//     lanes) and an all-zero block (the d = 0 branch), for 1..8 rows and the 16 and 64 rows the
+//     MoE kernels quantize (one per chosen expert);
 //  2. gemv for IQ1_S, Q8_0, F16, BF16 and F32 weights, ragged row counts, several widths and every
 //     token count 1..kGemvMaxTokens, against exec::CpuBackend(1).matmul on the same host bytes, with
 //     y poisoned (NaN) before each launch; plus matrices that start at a 2-byte (not 16-byte)
@@ -246,7 +247,7 @@ void test_invalid_arguments() {
     bad.row_bytes = 52;  // not the packed row size
     ok = ok && cuda::gemv(bad, x, act, 1, y, nullptr) == cudaErrorInvalidValue;
     ok = ok && cuda::quantize_activations(quant::kTypeQ8_0, x, 48, 1, buf.p, nullptr) == cudaErrorInvalidValue;
-    ok = ok && cuda::quantize_activations(quant::kTypeIQ1_S, x, 256, 9, buf.p, nullptr) == cudaErrorInvalidValue;
+    ok = ok && cuda::quantize_activations(quant::kTypeIQ1_S, x, 256, 0, buf.p, nullptr) == cudaErrorInvalidValue;
     ok = ok && cudaGetLastError() == cudaSuccess;  // nothing was launched
     report(ok, "invalid arguments return cudaErrorInvalidValue");
 }
@@ -258,7 +259,7 @@ int main() {
 
     for (const uint32_t type : {uint32_t(quant::kTypeIQ1_S), uint32_t(quant::kTypeQ8_0)})
         for (const int64_t cols : {int64_t(256), int64_t(2816), int64_t(7168)})
-            for (const int n : {1, 2, 5, 8}) test_quantize(type, cols, n);
+            for (const int n : {1, 2, 5, 8, 16, 64}) test_quantize(type, cols, n);  // 16, 64: MoE rows
 
     test_invalid_arguments();
 

@@ -1,46 +1,108 @@
 // The deepseek2 decode kernels against host references on fresh random data (outputs poisoned
-// before each run): GPU routing = the host route_token (the same shared code), grouped IQ1_S
-// gate/up and weighted down products = float64 host dots over the shared decode, the MLA cache
-// store = the CPU's f16 rounding bit for bit, multi-token causal MLA attention = a float64 host
-// softmax over the same f16 cache rows. Ragged sizes (rows not a multiple of a block's warps, a
-// cache length that is not a multiple of the tile). The MLA argument checks launch nothing and
+// before each run): GPU routing = the host route_token (the same shared code); the grouped IQ1_S
+// expert products = the CPU's bit for bit (the host's Q8_K quantizer and IQ1_S x Q8_K kernel per
+// row, in each float order: scalar, AVX2 (the real kernel on an AVX2 host, else a portable
+// emulation checked against it where it can be), and the host's best; the down sum in ascending
+// expert order, rounded as the CPU rounds it) for 1, 8 and 16 chosen experts; the MLA cache store
+// = the CPU's f16 rounding bit for bit, multi-token causal MLA attention = a float64 host softmax
+// over the same f16 cache rows. Ragged sizes (rows not a multiple of a block's warps, a cache
+// length that is not a multiple of the tile). The MoE and MLA argument checks launch nothing and
 // run first, also without a GPU; then exit 77 (ctest: skipped) with a printed reason when no GPU
 // is present.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "cuda_test_util.cuh"
+#include "gemv.cuh"
 #include "mla_attention.cuh"
 #include "moe.cuh"
-#include "cuda_test_util.cuh"
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
+#include "quant/iq1s_dot.hpp"
+#include "quant/q8_k.hpp"
+#include "quant/type_ids.hpp"
 
 using namespace strata;
 using namespace strata::cuda_test;  // the test programs' helpers
 
 namespace {
 
+// Random bytes (every grid index, scale code and sign reachable) and d = +-10^U(-3,0) as f16.
 std::vector<quant::block_iq1_s> random_blocks(size_t n) {
     std::vector<quant::block_iq1_s> b(n);
     std::vector<uint8_t> bytes(n * sizeof(quant::block_iq1_s));
     for (auto& x : bytes) x = uint8_t(rng());
     std::memcpy(b.data(), bytes.data(), bytes.size());
-    for (auto& blk : b) blk.d = quant::f32_to_f16(float(rng() % 1000 + 1) / 8192.0f);
+    std::uniform_real_distribution<float> exponent(-3.0f, 0.0f);
+    for (auto& blk : b) blk.d = quant::f32_to_f16(std::pow(10.0f, exponent(rng)) * ((rng() & 1) ? -1.0f : 1.0f));
     return b;
 }
 
-double row_dot(const quant::block_iq1_s* row, int64_t cols, const float* x) {
-    double s = 0.0;
-    float w[quant::kQK_K];
-    for (int64_t b = 0; b < cols / quant::kQK_K; ++b) {
-        quant::iq1s_decode_block(row[b], quant::kIq1sGrid, w);
-        for (int j = 0; j < quant::kQK_K; ++j) s += double(w[j]) * double(x[b * quant::kQK_K + j]);
+// The host's Q8_K rows of x [n_rows][cols].
+std::vector<quant::block_q8_K> host_q8k(const std::vector<float>& x, int64_t cols, int n_rows) {
+    std::vector<quant::block_q8_K> q(size_t(n_rows) * size_t(cols / quant::kQK_K));
+    for (int t = 0; t < n_rows; ++t)
+        quant::quantize_row_q8_k(&x[size_t(t) * size_t(cols)], &q[size_t(t) * size_t(cols / quant::kQK_K)], cols);
+    return q;
+}
+
+bool host_has_avx2_kernel() { return quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::avx2; }
+
+// The AVX2 kernel's float steps over the scalar lane integers (quant/iq1s_dot.hpp), for hosts
+// without AVX2: eight fma accumulators, one for sumi1, ggml's horizontal sum.
+float avx2_order_dot(int64_t n, const quant::block_iq1_s* x, const quant::block_q8_K* y) {
+    float acc[8] = {}, acc1 = 0.0f;
+    for (int64_t b = 0; b < n / quant::kQK_K; ++b) {
+        const quant::Iq1sLaneSums s = quant::iq1s_lane_sums_scalar(x[b], y[b]);
+        const float d = y[b].d * quant::f16_to_f32(x[b].d);
+        for (int k = 0; k < 8; ++k) acc[k] = std::fma(d, float(s.lane[k]), acc[k]);
+        acc1 = std::fma(d, float(s.sumi1), acc1);
     }
-    return s;
+    const float h = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    return h + quant::kIq1sDelta * acc1;  // the product is exact: contracted or not, the same float
+}
+
+// What the CPU computes for one row with the kernel `order` names.
+float cpu_dot(quant::Iq1sKernel order, int64_t n, const quant::block_iq1_s* x, const quant::block_q8_K* y) {
+    switch (order) {
+    case quant::Iq1sKernel::scalar: return quant::vec_dot_iq1s_q8k_scalar(n, x, y);
+    case quant::Iq1sKernel::avx2:
+#if defined(__x86_64__)
+        if (host_has_avx2_kernel()) return quant::vec_dot_iq1s_q8k_avx2(n, x, y);
+#endif
+        return avx2_order_dot(n, x, y);
+    case quant::Iq1sKernel::best: break;
+    }
+    return quant::vec_dot_iq1s_q8k(n, x, y);
+}
+
+// Count of floats whose bits differ, and the largest difference (NaN counts as infinite).
+struct BitDiff {
+    size_t differing = 0;
+    double max_abs = 0.0;
+};
+
+BitDiff bit_diff(const std::vector<float>& got, const std::vector<float>& want) {
+    BitDiff r;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (std::memcmp(&got[i], &want[i], sizeof(float)) == 0) continue;
+        ++r.differing;
+        const double d = std::fabs(double(got[i]) - double(want[i]));
+        r.max_abs = std::isnan(d) ? INFINITY : std::max(r.max_abs, d);
+    }
+    return r;
+}
+
+void report_bits(const BitDiff& d, bool launched, const std::string& what, size_t n) {
+    report(launched && d.differing == 0 && n > 0, what,
+           std::to_string(d.differing) + " of " + std::to_string(n) + " differ, max |diff| " + std::to_string(d.max_abs) +
+               " (bound: bit-identical)");
 }
 
 void test_route() {
@@ -84,16 +146,29 @@ void test_route() {
     cudaFree(d_logits), cudaFree(d_bias), cudaFree(ws), cudaFree(d_chosen), cudaFree(d_w);
 }
 
-void test_gate_up_down() {
-    const int64_t n_expert = 16, cols = 512, rows = 200, down_cols = 256, down_rows = 300;
-    const int n_sel = 5;
-    const auto gate = random_blocks(size_t(n_expert * rows * cols / 256));
+// One token's expert products against the CPU's: the input and the activated rows quantized on
+// the device (their Q8_K bytes equal to the host quantizer's), gate/up rows bit-identical to the
+// host kernel's dot per row, and the down sums bit-identical to out = 0, out += w_i * dot_i over
+// the slots in ascending expert id (the slots come in random, not sorted, id order). Ragged row
+// counts (not a multiple of a block's 8 warps).
+void test_gate_up_down(int n_sel, quant::Iq1sKernel order) {
+    const bool small = cuda_test::small_sizes();
+    const int64_t n_expert = 24, cols = small ? 512 : 1792, rows = small ? 37 : 203;
+    const int64_t down_cols = small ? 256 : 768, down_rows = small ? 45 : 300;
+    const int64_t nb = cols / 256, nbd = down_cols / 256;
+    const auto gate = random_blocks(size_t(n_expert * rows * nb));
     const auto up = random_blocks(gate.size());
-    const auto down = random_blocks(size_t(n_expert * down_rows * down_cols / 256));
+    const auto down = random_blocks(size_t(n_expert * down_rows * nbd));
     const auto x = normal(size_t(cols));
-    const auto h = normal(size_t(n_sel * down_cols));
-    const std::vector<int32_t> chosen = {3, 15, 0, 7, 9};
-    const std::vector<float> weights = {0.9f, 0.5f, 0.25f, 0.125f, 0.6f};
+    const auto h = normal(size_t(n_sel) * size_t(down_cols), 0.5f);
+    std::vector<int32_t> ids(static_cast<size_t>(n_expert));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    const std::vector<int32_t> chosen(ids.begin(), ids.begin() + n_sel);  // distinct, unsorted
+    std::vector<float> weights(static_cast<size_t>(n_sel));
+    std::uniform_real_distribution<float> wd(0.01f, 1.0f);
+    for (auto& w : weights) w = wd(rng);
+
     auto* d_gate = upload(gate);
     auto* d_up = upload(up);
     auto* d_down = upload(down);
@@ -101,37 +176,122 @@ void test_gate_up_down() {
     auto* d_h = upload(h);
     auto* d_chosen = upload(chosen);
     auto* d_w = upload(weights);
+    const size_t x_bytes = cuda::gemv_act_bytes(quant::kTypeIQ1_S, cols, 1);
+    const size_t h_bytes = cuda::gemv_act_bytes(quant::kTypeIQ1_S, down_cols, n_sel);
+    std::vector<uint8_t> poison_bytes(std::max(x_bytes, h_bytes), 0xa5);
+    auto* d_xq = upload(std::vector<uint8_t>(poison_bytes.begin(), poison_bytes.begin() + long(x_bytes)));
+    auto* d_hq = upload(std::vector<uint8_t>(poison_bytes.begin(), poison_bytes.begin() + long(h_bytes)));
     std::vector<float> poison(size_t(n_sel * rows), NAN), poison_down(size_t(down_rows), NAN);
     float* d_g = upload(poison);
     float* d_u = upload(poison);
     float* d_o = upload(poison_down);
-    const cuda::Iq1sStack G{d_gate, cols, rows, n_expert}, U{d_up, cols, rows, n_expert}, D{d_down, down_cols, down_rows, n_expert};
-    cudaError_t e = cuda::moe_gate_up_iq1s(G, U, d_x, d_chosen, n_sel, d_g, d_u, nullptr);
-    if (e == cudaSuccess) e = cuda::moe_down_iq1s(D, d_h, d_chosen, d_w, n_sel, d_o, nullptr);
+    const cuda::Iq1sStack G{d_gate, cols, rows, n_expert}, U{d_up, cols, rows, n_expert},
+        D{d_down, down_cols, down_rows, n_expert};
+    cudaError_t e = cuda::quantize_activations(quant::kTypeIQ1_S, d_x, cols, 1, d_xq, nullptr);
+    if (e == cudaSuccess) e = cuda::quantize_activations(quant::kTypeIQ1_S, d_h, down_cols, n_sel, d_hq, nullptr);
+    if (e == cudaSuccess) e = cuda::moe_gate_up_iq1s(G, U, d_xq, d_chosen, n_sel, order, d_g, d_u, nullptr);
+    if (e == cudaSuccess) e = cuda::moe_down_iq1s(D, d_hq, d_chosen, d_w, n_sel, order, d_o, nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    const bool launched = e == cudaSuccess;
     const auto g = download(d_g, poison.size()), u = download(d_u, poison.size()), o = download(d_o, poison_down.size());
-    double err_gu = 0.0, err_d = 0.0, tol = 0.0;
-    const int64_t nb = cols / 256, nbd = down_cols / 256;
+    const auto xq_dev = download(d_xq, x_bytes), hq_dev = download(d_hq, h_bytes);
+
+    // The host's side: its quantizer, its kernel's dot per row, its combine.
+    const auto xq = host_q8k(x, cols, 1), hq = host_q8k(h, down_cols, n_sel);
+    const bool act_same = std::memcmp(xq_dev.data(), xq.data(), x_bytes) == 0 &&
+                          std::memcmp(hq_dev.data(), hq.data(), h_bytes) == 0;
+    std::vector<float> want_g(poison.size()), want_u(poison.size()), want_o(poison_down.size());
     for (int i = 0; i < n_sel; ++i)
         for (int64_t r = 0; r < rows; ++r) {
-            const double wg = row_dot(&gate[size_t((chosen[size_t(i)] * rows + r) * nb)], cols, x.data());
-            const double wu = row_dot(&up[size_t((chosen[size_t(i)] * rows + r) * nb)], cols, x.data());
-            err_gu = std::max({err_gu, std::fabs(g[size_t(i * rows + r)] - wg), std::fabs(u[size_t(i * rows + r)] - wu)});
-            tol = std::max(tol, 1e-5 * (std::fabs(wg) + std::fabs(wu) + 1.0));
+            const size_t row = size_t((chosen[size_t(i)] * rows + r) * nb), at = size_t(i * rows + r);
+            want_g[at] = cpu_dot(order, cols, &gate[row], xq.data());
+            want_u[at] = cpu_dot(order, cols, &up[row], xq.data());
         }
-    double tol_d = 0.0;
+    std::vector<int> ascending(static_cast<size_t>(n_sel));
+    std::iota(ascending.begin(), ascending.end(), 0);
+    std::sort(ascending.begin(), ascending.end(), [&](int a, int b) { return chosen[size_t(a)] < chosen[size_t(b)]; });
     for (int64_t r = 0; r < down_rows; ++r) {
-        double want = 0.0;
-        for (int i = 0; i < n_sel; ++i)
-            want += double(weights[size_t(i)]) *
-                    row_dot(&down[size_t((chosen[size_t(i)] * down_rows + r) * nbd)], down_cols, &h[size_t(i * down_cols)]);
-        err_d = std::max(err_d, std::fabs(o[size_t(r)] - want));
-        tol_d = std::max(tol_d, 1e-5 * (std::fabs(want) + 1.0));
+        float acc = 0.0f;
+        for (const int i : ascending) {
+            const size_t row = size_t((chosen[size_t(i)] * down_rows + r) * nbd);
+            // Rounded apart, as the CPU (built with -ffp-contract=off) rounds them.
+            const volatile float product = weights[size_t(i)] * cpu_dot(order, down_cols, &down[row], &hq[size_t(i) * size_t(nbd)]);
+            acc = acc + product;
+        }
+        want_o[size_t(r)] = acc;
     }
-    report(e == cudaSuccess && err_gu <= tol, "moe_gate_up_iq1s (5 of 16 experts)", err_gu, tol);
-    report(e == cudaSuccess && err_d <= tol_d, "moe_down_iq1s (weighted sum)", err_d, tol_d);
+
+    const std::string tag = std::string(" n_sel ") + std::to_string(n_sel) + " of " + std::to_string(n_expert) + ", " +
+                            quant::iq1s_kernel_name(order) + " order";
+    report(launched && act_same, "moe Q8_K activations (input and rows)" + tag,
+           act_same ? "bytes equal to quantize_row_q8_k" : "bytes differ from quantize_row_q8_k");
+    BitDiff gu = bit_diff(g, want_g);
+    const BitDiff ud = bit_diff(u, want_u);
+    gu.differing += ud.differing;
+    gu.max_abs = std::max(gu.max_abs, ud.max_abs);
+    report_bits(gu, launched, "moe_gate_up_iq1s" + tag, g.size() + u.size());
+    report_bits(bit_diff(o, want_o), launched, "moe_down_iq1s" + tag, o.size());
     for (void* p : {(void*)d_gate, (void*)d_up, (void*)d_down, (void*)d_x, (void*)d_h, (void*)d_chosen, (void*)d_w,
-                    (void*)d_g, (void*)d_u, (void*)d_o})
+                    (void*)d_xq, (void*)d_hq, (void*)d_g, (void*)d_u, (void*)d_o})
         cudaFree(p);
+}
+
+// On an AVX2 host, the portable emulation of the AVX2 order (avx2_order_dot, what the avx2 case
+// is checked against elsewhere) equals the real kernel bit for bit. Host only.
+void test_avx2_emulation() {
+#if defined(__x86_64__)
+    if (!host_has_avx2_kernel()) return;
+    const int64_t n = 1792;
+    size_t differing = 0;
+    for (int t = 0; t < 200; ++t) {
+        const auto w = random_blocks(size_t(n / 256));
+        const auto y = host_q8k(normal(size_t(n)), n, 1);
+        const float a = quant::vec_dot_iq1s_q8k_avx2(n, w.data(), y.data()), b = avx2_order_dot(n, w.data(), y.data());
+        differing += std::memcmp(&a, &b, sizeof a) != 0;
+    }
+    report(differing == 0, "AVX2-order emulation = vec_dot_iq1s_q8k_avx2", std::to_string(differing) + " of 200 rows differ");
+#endif
+}
+
+// Bad arguments: cudaErrorInvalidValue before any launch (host buffers stand in for device ones:
+// nothing is read), so this runs without a GPU too.
+void test_moe_arguments() {
+    alignas(16) static uint8_t fake[4096];
+    const auto* f = reinterpret_cast<float*>(fake);
+    auto* out = reinterpret_cast<float*>(fake + 2048);
+    const auto* ids = reinterpret_cast<const int32_t*>(fake + 1024);
+    const void* act = fake + 512;
+    const void* odd_act = fake + 514;
+    const cuda::Iq1sStack good{fake, 256, 4, 2}, ragged{fake, 300, 4, 2}, odd{fake + 1, 256, 4, 2};
+    const auto S = quant::Iq1sKernel::scalar;
+    struct Check {
+        const char* what;
+        cudaError_t got;
+    };
+    const Check checks[] = {
+        {"moe_gate_up_iq1s n_sel < 0", cuda::moe_gate_up_iq1s(good, good, act, ids, -1, S, out, out, nullptr)},
+        {"moe_gate_up_iq1s n_sel over the limit",
+         cuda::moe_gate_up_iq1s(good, good, act, ids, cuda::kMoeMaxSelected + 1, S, out, out, nullptr)},
+        {"moe_gate_up_iq1s cols not whole blocks", cuda::moe_gate_up_iq1s(ragged, ragged, act, ids, 1, S, out, out, nullptr)},
+        {"moe_gate_up_iq1s odd weights", cuda::moe_gate_up_iq1s(odd, odd, act, ids, 1, S, out, out, nullptr)},
+        {"moe_gate_up_iq1s gate/up shapes differ",
+         cuda::moe_gate_up_iq1s(good, cuda::Iq1sStack{fake, 256, 5, 2}, act, ids, 1, S, out, out, nullptr)},
+        {"moe_gate_up_iq1s act null", cuda::moe_gate_up_iq1s(good, good, nullptr, ids, 1, S, out, out, nullptr)},
+        {"moe_gate_up_iq1s act misaligned", cuda::moe_gate_up_iq1s(good, good, odd_act, ids, 1, S, out, out, nullptr)},
+        {"moe_gate_up_iq1s chosen null", cuda::moe_gate_up_iq1s(good, good, act, nullptr, 1, S, out, out, nullptr)},
+        {"moe_gate_up_iq1s out null", cuda::moe_gate_up_iq1s(good, good, act, ids, 1, S, nullptr, out, nullptr)},
+        {"moe_down_iq1s n_sel < 0", cuda::moe_down_iq1s(good, act, ids, f, -1, S, out, nullptr)},
+        {"moe_down_iq1s n_sel over the limit",
+         cuda::moe_down_iq1s(good, act, ids, f, cuda::kMoeMaxSelected + 1, S, out, nullptr)},
+        {"moe_down_iq1s cols not whole blocks", cuda::moe_down_iq1s(ragged, act, ids, f, 1, S, out, nullptr)},
+        {"moe_down_iq1s act misaligned", cuda::moe_down_iq1s(good, odd_act, ids, f, 1, S, out, nullptr)},
+        {"moe_down_iq1s weights null", cuda::moe_down_iq1s(good, act, ids, nullptr, 1, S, out, nullptr)},
+        {"moe_down_iq1s out null", cuda::moe_down_iq1s(good, act, ids, f, 1, S, nullptr, nullptr)},
+    };
+    for (const Check& c : checks) {
+        const bool ok = c.got == cudaErrorInvalidValue;
+        report(ok, c.what, ok ? "rejected" : cudaGetErrorString(c.got));
+    }
 }
 
 // One MLA case: the shape of a layer (real query strides: heads of qk_nope + R floats, the rope
@@ -282,9 +442,12 @@ void test_mla() {
 
 int main() {
     test_mla_arguments();  // launches nothing: runs without a GPU too
+    test_moe_arguments();
     if (const int rc = cuda_test::start("cuda moe/mla tests")) return rc;
     test_route();
-    test_gate_up_down();
+    test_avx2_emulation();
+    for (const quant::Iq1sKernel order : {quant::Iq1sKernel::scalar, quant::Iq1sKernel::avx2, quant::Iq1sKernel::best})
+        for (const int n_sel : {1, 8, 16}) test_gate_up_down(n_sel, order);
     test_mla();
     return cuda_test::finish("cuda moe/mla tests");
 }

@@ -58,7 +58,7 @@ struct DeviceStageShape {
     uint64_t weight_bytes = 0;          // uploaded (sum of device_tensor_bytes)
     uint64_t matmul_workspace_bytes = 0;  // cuda::DeviceMatmul::workspace_bytes of the stage's limits
     uint64_t attention_workspace_bytes = 0;  // cuda::attention_workspace_bytes at n_ctx
-    uint64_t route_workspace_bytes = 0;      // cuda::moe_route_workspace_bytes of one token
+    uint64_t route_workspace_bytes = 0;      // one-token device MoE: routing scratch + Q8_K activations
 };
 
 // PlanInputs for make_plan (n_ctx_train and budget_bytes left to the caller). Per position: the
