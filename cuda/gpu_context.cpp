@@ -16,6 +16,7 @@
 #include "cuda_error.hpp"
 #include "exec/device_activations.hpp"
 #include "gpu_context_device.hpp"
+#include "gpu_plan.hpp"
 #include "kda_chunk.cuh"
 #include "model_ops.cuh"
 #include "exec/device_plan.hpp"
@@ -32,36 +33,6 @@
 namespace strata::cuda {
 
 namespace {
-
-// Hands out pieces of one allocation, each on a 256-byte boundary; a first pass over a null base
-// only measures.
-class Carver {
-public:
-    explicit Carver(uint8_t* base) : base_(base) {}
-    template <class T>
-    T* take(uint64_t count) {
-        offset_ = (offset_ + exec::kDeviceTensorAlign - 1) / exec::kDeviceTensorAlign * exec::kDeviceTensorAlign;
-        T* p = base_ ? reinterpret_cast<T*>(base_ + offset_) : nullptr;
-        offset_ += count * sizeof(T);
-        return p;
-    }
-    uint64_t bytes() const { return offset_; }
-
-private:
-    uint8_t* base_;
-    uint64_t offset_ = 0;
-};
-
-// The one-token device MoE's workspace (Device::route_ws and after it): routing scratch, then
-// the Q8_K activations of the expert input and of the activated expert rows. A pass with a
-// null base measures.
-void carve_moe_workspace(GpuContext::Device& d, Carver& c, const model::Hparams& hp) {
-    const model::MoeParams& e = hp.moe;
-    const int64_t Le = e.latent > 0 ? e.latent : hp.n_embd;
-    d.route_ws = c.take<uint8_t>(moe_route_workspace_bytes(exec::moe_route_of(e), 1));
-    d.moe_act_in = c.take<uint8_t>(gemv_act_bytes(quant::kTypeIQ1_S, Le, 1));
-    d.moe_act_h = c.take<uint8_t>(gemv_act_bytes(quant::kTypeIQ1_S, e.n_ff_exp, int(e.n_expert_used)));
-}
 
 int count_layers(const model::Hparams& hp, int first, int last, int kind) {  // 0 gqa, 1 mla, 2 kda
     int n = 0;
@@ -136,19 +107,17 @@ std::string gpu_unavailable_reason() {
 
 GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& params, const GpuOptions& options)
     : hp_(model::read_hparams(file)), d_(std::make_unique<Device>()) {
-    exec::check_gpu_supports(hp_);
-    if (params.n_ctx < 0) fail(Status::invalid_argument, "n_ctx must be >= 0 (0: the model's context length capped at 4096)");
-    if (params.n_batch <= 0) fail(Status::invalid_argument, "n_batch must be positive");
-    if (params.kda_chunk < 0) fail(Status::invalid_argument, "kda_chunk must be >= 0 (0: the step form)");
+    check_device_params(hp_, params);
     if (std::string why = gpu_unavailable_reason(); !why.empty()) fail(Status::unsupported, why);
     const int last = params.last_layer < 0 ? int(hp_.n_layer) : params.last_layer;
     const model::ModelWeights w = model::bind_weights(file, hp_, params.first_layer, last);
     first_layer_ = w.first_layer;
     last_layer_ = w.last_layer;
     last_stage_ = w.last_stage;
-    n_ctx_ = params.n_ctx > 0 ? params.n_ctx : std::min<int64_t>(hp_.n_ctx_train, 4096);
-    if (n_ctx_ > INT32_MAX) fail(Status::invalid_argument, "n_ctx " + std::to_string(n_ctx_) + " exceeds the GPU's 32-bit positions");
-    n_batch_ = std::min(params.n_batch, n_ctx_);
+    // Plan before allocating anything (the same function strata_model_plan_json reports).
+    const DeviceStagePlan sp = device_stage_plan(hp_, w, params);
+    n_ctx_ = sp.n_ctx;
+    n_batch_ = sp.n_batch;
     kda_chunk_ = params.kda_chunk;
     graphs_ = options.cuda_graphs;
 
@@ -157,9 +126,6 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     const int n_mla = count_layers(hp_, first_layer_, last_layer_, 1);
     const int n_kda = count_layers(hp_, first_layer_, last_layer_, 2);
     recurrent_ = n_kda > 0;
-    if (recurrent_ && kda_chunk_ > kKdaChunkMaxTokens)  // (the CPU takes any chunk; the kernel's tiles are bounded)
-        fail(Status::invalid_argument, "kda_chunk must be within [0, " + std::to_string(kKdaChunkMaxTokens) +
-                                           "] on the GPU (0: the step form), is " + std::to_string(kda_chunk_));
     {
         int gqa = 0, mla = 0, kda = 0;
         for (int il = first_layer_; il < last_layer_; ++il) {
@@ -169,49 +135,18 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
             d.gqa_slot.push_back(!rec && !hp_.is_mla() ? gqa++ : -1);
         }
     }
-    bool any_moe = false;
-    for (const model::LayerWeights& L : w.layers) any_moe = any_moe || L.moe;
-
-    MatmulLimits limits{.max_tokens = n_batch_};
-    GpuWeights::matrix_extents(w, &limits.max_cols, &limits.max_rows);
-    uint64_t ws_bytes = 0;
-    if (n_gqa > 0) {
-        d.attn = AttentionShape{.n_head = int(hp_.n_head),
-                                .n_head_kv = int(hp_.n_head_kv),
-                                .head_dim = int(hp_.head_dim),
-                                .kv_q8_0 = params.kv_type == exec::KvType::q8_0 ? 1 : 0,
-                                .row_bytes = exec::kv_row_bytes(params.kv_type, hp_.n_head_kv, hp_.head_dim),
-                                .n_ctx = n_ctx_,
-                                .scale = float(1.0 / std::sqrt(double(hp_.head_dim)))};
-        ws_bytes = std::max(attention_workspace_bytes(d.attn, 1), attention_workspace_bytes(d.attn, int(n_batch_)));
-    }
-    // MoE: on the device when every routed expert is IQ1_S (one-token steps), else on the host.
-    std::string host_routing;
-    uint64_t route_ws_bytes = 0;
+    const bool any_moe = sp.any_moe;
+    const std::string& host_routing = sp.host_routing;
+    const uint64_t ws_bytes = sp.attention_workspace_bytes;
+    const uint64_t route_ws_bytes = sp.route_workspace_bytes;
+    if (n_gqa > 0) d.attn = sp.attn;
     if (any_moe) {
-        host_routing = exec::gpu_host_routing_reason(w);
         d.device_routing = host_routing.empty();
-        if (d.device_routing) {
-            Carver moe_measure(nullptr);
-            carve_moe_workspace(d, moe_measure, hp_);
-            route_ws_bytes = moe_measure.bytes();
-            // The float steps of the CPU kernel the CPU backend runs on this host, so that the
-            // experts' rows match the CPU forward pass bit for bit (moe.cuh).
-            d.moe_order = quant::resolve_iq1s_kernel(quant::Iq1sKernel::best);
-        }
+        // The float steps of the CPU kernel the CPU backend runs on this host, so that the
+        // experts' rows match the CPU forward pass bit for bit (moe.cuh).
+        if (d.device_routing) d.moe_order = quant::resolve_iq1s_kernel(quant::Iq1sKernel::best);
     }
-
-    // Plan before allocating anything.
-    exec::PlanInputs in = exec::device_plan_inputs(hp_, {.first_layer = first_layer_,
-                                                         .last_layer = last_layer_,
-                                                         .n_ctx = n_ctx_,
-                                                         .n_batch = n_batch_,
-                                                         .kv_type = params.kv_type,
-                                                         .weight_bytes = GpuWeights::upload_bytes(w),
-                                                         .matmul_workspace_bytes = DeviceMatmul::workspace_bytes(limits),
-                                                         .attention_workspace_bytes = ws_bytes,
-                                                         .route_workspace_bytes = route_ws_bytes});
-    in.n_ctx_train = hp_.n_ctx_train;
+    exec::PlanInputs in = sp.inputs;
     in.budget_bytes = params.memory_budget > 0 ? params.memory_budget : free_device_memory();
     plan_ = exec::make_plan(in);
     plan_.on_device = true;
@@ -224,7 +159,7 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
 
     check(cudaStreamCreateWithFlags(&d.stream, cudaStreamNonBlocking), "creating a CUDA stream");
     d.w = std::make_unique<GpuWeights>(w, options.progress);
-    d.mm = std::make_unique<DeviceMatmul>(limits, d.stream);
+    d.mm = std::make_unique<DeviceMatmul>(sp.limits, d.stream);
 
     // Caches, each poisoned (all-ones bytes: NaN floats, NaN f16 and q8_0 scales) so that a kernel
     // reading what nothing wrote shows up as NaN in the outputs instead of plausible numbers.
@@ -266,7 +201,7 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     if (route_ws_bytes > 0) {
         d.route_ws_mem = device_alloc(route_ws_bytes, "the MoE routing workspace and expert activations");
         Carver moe_place(static_cast<uint8_t*>(d.route_ws_mem.get()));
-        carve_moe_workspace(d, moe_place, hp_);
+        carve_moe_workspace(moe_place, hp_, d.route_ws, d.moe_act_in, d.moe_act_h);
     }
     if (any_moe) {
         d.router = std::make_unique<exec::MoeRouter>(hp_.moe);

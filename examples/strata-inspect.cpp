@@ -4,7 +4,7 @@
 //   strata-inspect MODEL.gguf [MORE-SHARDS...] [--json] [--no-digests]
 //   strata-inspect MODEL.gguf --tensor NAME --dump-f32 OUT.npy
 //   strata-inspect MODEL.gguf --plan [--n-ctx N] [--kv-type f16|q8_0] [--layers A:B,... | --stages N]
-//                             [--n-batch N] [--threads N] [--json]
+//                             [--n-batch N] [--threads N] [--device cpu|cuda] [--json]
 //
 // Uses only the public C++ API (strata.hpp). Exit status: 0 success, 2 bad input (a bad file,
 // an unknown tensor, bad arguments) with one line on stderr naming the file and the problem.
@@ -46,23 +46,31 @@ const char* kUsage =
     "every shard. --json prints the same as one JSON object; --no-digests skips hashing.\n"
     "\n"
     "       strata-inspect MODEL.gguf --plan [--n-ctx N] [--kv-type f16|q8_0] [--layers A:B,... | --stages N]\n"
-    "                                 [--n-batch N] [--threads N] [--json]\n"
+    "                                 [--n-batch N] [--threads N] [--device cpu|cuda] [--json]\n"
     "Prints the memory plan of each stage without allocating or hashing anything: layers, weights,\n"
     "KV cache bytes per token, the KV cache at the configured context (--n-ctx, default the model's\n"
     "context_length) and at 1048576 tokens, scratch and total. --layers gives the stages' layer\n"
     "ranges, --stages N splits the layers evenly over N stages (default: one stage); --threads and\n"
     "--n-batch size the scratch as a session's (defaults: every hardware thread, 512 tokens).\n"
+    "--device cuda plans each stage's device memory as a CUDA session or stage would (upload,\n"
+    "device caches and workspaces; no GPU needed; --threads is then ignored); default cpu.\n"
     "--json prints the plan as JSON (strata_model_plan_json).\n";
 
 bool plan_option(const std::string& a) {
     return a == "--n-ctx" || a == "--kv-type" || a == "--layers" || a == "--stages" || a == "--n-batch" ||
-           a == "--threads";
+           a == "--threads" || a == "--device";
 }
 
 strata_kv_type kv_type(const std::string& name) {
     if (name == "f16") return STRATA_KV_F16;
     if (name == "q8_0") return STRATA_KV_Q8_0;
     throw cli::usage_error("--kv-type must be f16 or q8_0, got '" + name + "'");
+}
+
+strata_device device(const std::string& name) {
+    if (name == "cpu") return STRATA_DEVICE_CPU;
+    if (name == "cuda") return STRATA_DEVICE_CUDA;
+    throw cli::usage_error("--device must be cpu or cuda, got '" + name + "'");
 }
 
 Options parse_args(int argc, char** argv) {
@@ -83,6 +91,7 @@ Options parse_args(int argc, char** argv) {
             else if (a == "--layers") o.plan_params.layers = value();
             else if (a == "--stages") o.plan_params.n_stages = int32_t(count(1, 1 << 20));
             else if (a == "--n-batch") o.plan_params.n_batch = count(1, 1 << 30);
+            else if (a == "--device") o.plan_params.device = device(value());
             else o.plan_params.n_threads = int32_t(count(0, 1 << 16));  // --threads
             o.layers_given = o.layers_given || a == "--layers";
             o.stages_given = o.stages_given || a == "--stages";
@@ -251,12 +260,14 @@ void print_plan(const std::string& text) {
     const auto plan = nlohmann::json::parse(text);
     const auto u = [](const nlohmann::json& j, const char* key) { return j.at(key).get<uint64_t>(); };
     const int64_t n_ctx = plan.at("n_ctx").get<int64_t>(), long_ctx = plan.at("long_context_tokens").get<int64_t>();
+    const bool cuda = plan.value("device", "cpu") == "cuda";
+    const std::string where = cuda ? "on the CUDA device" : std::to_string(plan.at("n_threads").get<int>()) + " threads";
     std::printf("memory plan: %s, %lld layers, %s KV cache, context %lld tokens (context_length %lld), micro-batch "
-                "%lld, %d threads\n",
+                "%lld, %s\n",
                 plan.at("architecture").get<std::string>().c_str(), (long long)plan.at("n_layer").get<int64_t>(),
                 plan.at("kv_type").get<std::string>().c_str(), (long long)n_ctx,
                 (long long)plan.at("n_ctx_train").get<int64_t>(), (long long)plan.at("n_batch").get<int64_t>(),
-                plan.at("n_threads").get<int>());
+                where.c_str());
     std::printf("KV cache per token, all layers: %llu B; at %lld tokens: %s; at %lld tokens: %s\n",
                 (unsigned long long)u(plan, "kv_bytes_per_token"), (long long)n_ctx, size_text(u(plan, "kv_bytes")).c_str(),
                 (long long)long_ctx, size_text(u(plan, "kv_bytes_at_1m")).c_str());

@@ -484,7 +484,12 @@ typedef struct strata_plan_params {
                            (as a pipeline plans them when no stage reports its memory); 0 or 1
                            (default): one stage holding every layer */
     int64_t n_batch;    /* micro-batch in tokens, > 0 (default 512, as a session); at most n_ctx */
-    int32_t n_threads;  /* compute threads the scratch is sized for; 0: every hardware thread */
+    int32_t n_threads;  /* compute threads the scratch is sized for; 0: every hardware thread
+                           (unused with STRATA_DEVICE_CUDA) */
+    /* Appended after the first release, into what was the struct's tail padding (sizeof and so
+     * struct_size did not grow): a caller built against the earlier header must have zeroed the
+     * struct (its strata_plan_default_params did), else this reads as an unknown device. */
+    int32_t device;     /* strata_device whose memory is planned (default STRATA_DEVICE_CPU) */
 } strata_plan_params;
 
 STRATA_API void strata_plan_default_params(strata_plan_params* params);
@@ -500,7 +505,17 @@ STRATA_API void strata_plan_default_params(strata_plan_params* params);
  * scratch is what a session or stage plans for the same n_ctx, n_batch and threads. A bad layers
  * string, n_ctx, n_batch, n_stages or kv_type is STRATA_ERR_INVALID_ARGUMENT; a KV type the
  * model's cache cannot use (q8_0 on widths that are not multiples of 32) STRATA_ERR_UNSUPPORTED;
- * strata_last_error() names which. */
+ * strata_last_error() names which.
+ * With device STRATA_DEVICE_CUDA the JSON has "device": "cuda" ("cpu" otherwise) and each stage
+ * gives the plan a CUDA session or stage makes before it allocates (host arithmetic: no GPU is
+ * needed to ask): weights are the device upload (each tensor plus 16 bytes of pad, on a 256-byte
+ * boundary; a tied output once), the KV cache the device cache (the same bytes per token as the
+ * CPU's: f16 or q8_0 K and V rows, the f16 latent rows of MLA layers), the KDA state the same as
+ * the CPU's, and the scratch the device activations of one micro-batch, the product, attention
+ * and MoE routing workspaces and the RoPE tables (which grow with the context). n_threads is
+ * ignored. STRATA_ERR_UNSUPPORTED naming why when the library was built without the CUDA
+ * backend, when the GPU does not run the model, or for a q8_0 cache with latent attention (the
+ * GPU's latent cache is f16). An unknown device is STRATA_ERR_INVALID_ARGUMENT. */
 STRATA_API strata_status strata_model_plan_json(const strata_model* model, const strata_plan_params* params,
                                                 char* text, size_t capacity, size_t* out_needed);
 

@@ -80,6 +80,7 @@ struct plan_params {
     int32_t n_stages = 1;                   // with no layers: split evenly by layer count
     int64_t n_batch = 512;
     int32_t n_threads = 0;                  // 0: every hardware thread
+    strata_device device = STRATA_DEVICE_CPU;  // STRATA_DEVICE_CUDA: the GPU's plan (no GPU needed)
 };
 
 // A GGUF model (one file or the shards of a split model), memory-mapped. Movable, not copyable.
@@ -279,6 +280,7 @@ public:
         c.n_stages = p.n_stages;
         c.n_batch = p.n_batch;
         c.n_threads = p.n_threads;
+        c.device = p.device;
         size_t needed = 0;
         strata_status s = strata_model_plan_json(handle_, &c, nullptr, 0, &needed);
         if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);

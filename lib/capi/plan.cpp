@@ -1,8 +1,10 @@
 // strata_model_plan_json: the memory plan of every stage of a model, from its tensor table and
 // hyperparameters alone (nothing allocated). The KV and scratch figures come from the function a
 // Context plans with (exec/stage_memory.hpp), the weights and the even split from the pipeline's
-// planner (pipeline/planner.hpp).
+// planner (pipeline/planner.hpp). For STRATA_DEVICE_CUDA each stage is what the GPU context plans
+// (cuda/gpu_plan.hpp), from the stage's bound weights.
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -13,6 +15,10 @@
 #include "model/hparams.hpp"
 #include "pipeline/planner.hpp"
 #include "util/checked.hpp"
+#ifdef STRATA_HAVE_CUDA
+#include "gpu_plan.hpp"
+#include "model/weights.hpp"
+#endif
 
 using strata::Status;
 using strata::fail;
@@ -49,6 +55,30 @@ std::vector<strata::pipeline::LayerRange> stage_ranges(const strata_plan_params&
     return plan_by_memory(weights, std::vector<uint64_t>(size_t(p.n_stages), 0));
 }
 
+// The device plan of layers [first, last) (n_threads does not enter it).
+strata::exec::PlanInputs device_stage_inputs(const strata::gguf::ModelFile& file, const strata::model::Hparams& hp,
+                                             const strata_plan_params& p, strata::exec::KvType kv_type, int first,
+                                             int last) {
+#ifdef STRATA_HAVE_CUDA
+    strata::exec::ContextParams cp;
+    cp.n_ctx = p.n_ctx;
+    cp.n_batch = p.n_batch;
+    cp.kv_type = kv_type;
+    cp.first_layer = first;
+    cp.last_layer = last;
+    strata::cuda::check_device_params(hp, cp);  // before binding: a model the GPU cannot run
+    return strata::cuda::device_stage_plan_inputs(hp, strata::model::bind_weights(file, hp, first, last), cp);
+#else
+    (void)file;
+    (void)hp;
+    (void)p;
+    (void)kv_type;
+    (void)first;
+    (void)last;
+    fail(Status::unsupported, "STRATA_DEVICE_CUDA: this library was built without the CUDA backend");
+#endif
+}
+
 std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_params& p) {
     namespace exec = strata::exec;
     if (p.n_ctx <= 0)
@@ -62,6 +92,10 @@ std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_par
     if (p.kv_type != STRATA_KV_F16 && p.kv_type != STRATA_KV_Q8_0)
         fail(Status::invalid_argument,
              "kv_type is " + std::to_string(p.kv_type) + ", expected STRATA_KV_F16 or STRATA_KV_Q8_0");
+    if (p.device != STRATA_DEVICE_CPU && p.device != STRATA_DEVICE_CUDA)
+        fail(Status::invalid_argument,
+             "device is " + std::to_string(p.device) + ", expected STRATA_DEVICE_CPU or STRATA_DEVICE_CUDA");
+    const bool cuda = p.device == STRATA_DEVICE_CUDA;
     const exec::KvType kv_type = p.kv_type == STRATA_KV_Q8_0 ? exec::KvType::q8_0 : exec::KvType::f16;
     const strata::model::Hparams hp = strata::model::read_hparams(file);
     const uint64_t kv_per_token = exec::kv_bytes_per_position_range(hp, kv_type, 0, hp.n_layer);  // refuses the type first
@@ -76,13 +110,14 @@ std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_par
     json stages = json::array();
     for (size_t i = 0; i < ranges.size(); ++i) {
         const auto& r = ranges[i];
-        const exec::PlanInputs in = exec::stage_plan_inputs(hp, {.first_layer = r.first,
-                                                                 .last_layer = r.second,
-                                                                 .n_ctx = p.n_ctx,
-                                                                 .n_batch = p.n_batch,
-                                                                 .n_threads = threads,
-                                                                 .kv_type = kv_type});
-        const uint64_t weight = weights.stage_bytes(r, i == 0, i + 1 == ranges.size());
+        const exec::PlanInputs in = cuda ? device_stage_inputs(file, hp, p, kv_type, r.first, r.second)
+                                         : exec::stage_plan_inputs(hp, {.first_layer = r.first,
+                                                                        .last_layer = r.second,
+                                                                        .n_ctx = p.n_ctx,
+                                                                        .n_batch = p.n_batch,
+                                                                        .n_threads = threads,
+                                                                        .kv_type = kv_type});
+        const uint64_t weight = cuda ? in.weight_bytes : weights.stage_bytes(r, i == 0, i + 1 == ranges.size());
         const uint64_t kv = at(0, in.kv_bytes_per_position, p.n_ctx, "the KV cache");
         const uint64_t scratch = at(in.scratch_fixed_bytes, in.scratch_bytes_per_position, p.n_ctx, "the scratch");
         const uint64_t kv_1m = at(0, in.kv_bytes_per_position, long_ctx, "the KV cache");
@@ -101,6 +136,7 @@ std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_par
                           {"total_bytes_at_1m", weight + kv_1m + in.state_bytes + scratch_1m}});
     }
     const json out = {{"architecture", hp.arch.name},
+                      {"device", cuda ? "cuda" : "cpu"},
                       {"n_layer", hp.n_layer},
                       {"n_ctx", p.n_ctx},
                       {"n_ctx_train", hp.n_ctx_train},
@@ -124,12 +160,13 @@ extern "C" {
 
 void strata_plan_default_params(strata_plan_params* params) {
     if (!params) return;
-    *params = strata_plan_params{};
+    std::memset(static_cast<void*>(params), 0, sizeof *params);  // padding too: see `device` in strata.h
     params->struct_size = sizeof *params;
     params->n_ctx = 4096;
     params->kv_type = STRATA_KV_F16;
     params->n_stages = 1;
     params->n_batch = 512;
+    params->device = STRATA_DEVICE_CPU;
 }
 
 strata_status strata_model_plan_json(const strata_model* model, const strata_plan_params* params, char* text,

@@ -44,7 +44,12 @@ static void test_plan_params(void) {
     size_t needed = 0;
     strata_plan_default_params(&params);
     CHECK(params.struct_size == sizeof params && params.n_ctx == 4096 && params.kv_type == STRATA_KV_F16 &&
-          params.layers == NULL && params.n_stages == 1 && params.n_batch == 512 && params.n_threads == 0);
+          params.layers == NULL && params.n_stages == 1 && params.n_batch == 512 && params.n_threads == 0 &&
+          params.device == STRATA_DEVICE_CPU);
+    /* `device` took the tail padding after n_threads: the size a caller of the first release
+     * passed is still the whole struct. */
+    CHECK(offsetof(strata_plan_params, device) == offsetof(strata_plan_params, n_threads) + sizeof(int32_t));
+    CHECK(sizeof(strata_plan_params) == offsetof(strata_plan_params, device) + sizeof(int32_t));
     CHECK(strata_model_plan_json(NULL, &params, NULL, 0, &needed) == STRATA_ERR_INVALID_ARGUMENT);
     CHECK(strstr(strata_last_error(), "model") != NULL);
 }

@@ -121,6 +121,7 @@ int main() {
         EXPECT(s.plan().find("configured context 64") != std::string::npos);
         EXPECT(s.plan().find(" B/token; at 1048576 tokens: ") != std::string::npos);
         strata::plan_params pp;
+        EXPECT(pp.device == STRATA_DEVICE_CPU);
         pp.n_ctx = 64;
         EXPECT(m.plan_json(pp).find("\"n_ctx\": 64") != std::string::npos);
         pp.layers = "0:2";  // the model has one layer

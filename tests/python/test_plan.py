@@ -296,3 +296,137 @@ def test_a_pipeline_plan_carries_the_kv_bytes_per_token(models):
             assert mem[key] == plan[key], (stage["stage"], key, mem, plan)
     configured = [line for line in lines if "configured" in line]
     assert configured and f"({want['stages'][1]['kv_bytes_per_token']} B/token)" in configured[0], lines
+
+
+# --- the GPU's plan (device "cuda"): host arithmetic, no GPU needed ---------------------------------
+
+ALIGN, PAD = 256, 16  # every uploaded tensor: its bytes + 16 of pad, on a 256-byte boundary
+
+
+@pytest.fixture(scope="module")
+def cuda_models(models, tmp_path_factory) -> dict[str, str]:
+    """The plan's models plus a tiny kimi-k3 (three KDA layers, one MLA layer at 2, latent MoE);
+    skips with the library's reason when it has no CUDA backend."""
+    with strata.Model(models["llama"]) as m:
+        try:
+            m.plan(n_ctx=64, device="cuda")
+        except strata.StrataError as e:
+            if "built without the CUDA backend" in e.message:
+                pytest.skip(f"device cuda plans need the CUDA backend: {e.message}")
+            raise
+    from _synth_kimi import write_kimi_model
+    d = tmp_path_factory.mktemp("plan-cuda")
+    return {**models, "llama-tied64": write_model(d / "tied64.gguf", 2, n_layer=3, n_head=4, n_head_kv=2, tied=True)[0],
+            "kimi-k3": write_kimi_model(d / "k3.gguf", 5, arch="kimi-k3")[0],
+            "kimi-k3-q8": write_kimi_model(d / "k3-q8.gguf", 5, arch="kimi-k3", wtype="q8_0")[0]}
+
+
+def upload_bytes(n: int) -> int:
+    return (n + PAD + ALIGN - 1) // ALIGN * ALIGN
+
+
+@pytest.mark.parametrize("name", ["llama", "llama-tied64", "deepseek2", "kimi-k3", "kimi-k3-q8"])
+def test_cuda_plan_per_stage(cuda_models, name):
+    with strata.Model(cuda_models[name]) as m:
+        arch = m.get_string("general.architecture")
+        n_layer = m.get_int(f"{arch}.block_count")
+        ranges = [(0, 1), (1, n_layer)]
+        layers = ",".join(f"{a}:{b}" for a, b in ranges)
+        cpu = m.plan(n_ctx=300, layers=layers, n_threads=1)
+        gpu = m.plan(n_ctx=300, layers=layers, n_threads=1, device="cuda")
+        print(json.dumps(gpu))
+        assert cpu["device"] == "cpu" and gpu["device"] == "cuda"
+        for key in ("kv_bytes_per_token", "kv_bytes", "kv_bytes_at_1m", "state_bytes", "recurrent_layers", "layers"):
+            assert gpu[key] == cpu[key], key
+        sizes = {t.name: t.n_bytes for t in m.tensors}
+        for c, g in zip(cpu["stages"], gpu["stages"]):
+            first, last = g["first_layer"], g["last_layer"]
+            # the same cache layouts: K and V rows, the f16 latent + rope key, the KDA state
+            assert g["kv_bytes_per_token"] == c["kv_bytes_per_token"]
+            assert g["state_bytes"] == c["state_bytes"]
+            assert g["kv_bytes"] == g["kv_bytes_per_token"] * 300
+            assert g["kv_bytes_at_1m"] == g["kv_bytes_per_token"] * LONG
+            # the upload pads and aligns each tensor: never less than what is mapped
+            mapped = expected_weight_bytes(m, first, last)
+            assert g["weight_bytes"] >= mapped and g["weight_bytes"] % ALIGN == 0, (g, mapped)
+            if arch == "llama":  # every tensor uploaded as stored, a tied output once
+                tied_here = last == n_layer and "output.weight" not in sizes
+                names = [n for n in sizes if (re.match(r"blk\.(\d+)\.", n) and first <= int(n.split(".")[1]) < last)
+                         or (n == "token_embd.weight" and (first == 0 or tied_here))
+                         or (n.startswith("output") and last == n_layer)]
+                assert g["weight_bytes"] == sum(upload_bytes(sizes[n]) for n in names), (g, names)
+            # the scratch grows with the context by the RoPE tables only: cos and sin of n_rot/2
+            n_rot = m.get_int(f"{arch}.rope.dimension_count")
+            assert g["scratch_bytes_at_1m"] - g["scratch_bytes"] == 2 * (n_rot // 2) * 4 * (LONG - 300) or \
+                g["scratch_bytes_at_1m"] == g["scratch_bytes"], g  # a stage with no rotating layer
+            assert g["total_bytes"] == g["weight_bytes"] + g["kv_bytes"] + g["state_bytes"] + g["scratch_bytes"]
+            assert g["total_bytes_at_1m"] == g["weight_bytes"] + g["kv_bytes_at_1m"] + g["state_bytes"] + \
+                g["scratch_bytes_at_1m"]
+
+
+def test_cuda_plan_kimi_k3_by_hand(cuda_models):
+    """kimi-k3 as written: layers 0, 1, 3 KDA (4 heads of 64, a 4-tap convolution), layer 2 MLA
+    (latent 256 + rope 32)."""
+    with strata.Model(cuda_models["kimi-k3"]) as m:
+        plan = m.plan(n_ctx=128, layers="0:2,2:4", device="cuda")
+    kda_layer = (3 * 3 * 256 + 4 * 64 * 64) * 4  # conv states of q, k, v + the 64x64 state per head
+    assert plan["recurrent_layers"] == [0, 1, 3]
+    assert plan["state_bytes"] == 3 * kda_layer
+    assert plan["kv_bytes_per_token"] == (256 + 32) * 2
+    s0, s1 = plan["stages"]
+    assert (s0["state_bytes"], s0["kv_bytes_per_token"]) == (2 * kda_layer, 0)
+    assert (s1["state_bytes"], s1["kv_bytes_per_token"]) == (kda_layer, (256 + 32) * 2)
+    assert s0["scratch_bytes_at_1m"] == s0["scratch_bytes"]  # no layer that rotates, no RoPE tables
+
+
+def test_cuda_plan_refuses_q8_0_with_latent_attention(cuda_models):
+    """The GPU's latent cache is f16: a q8_0 cache is refused on any model with an MLA layer
+    (kimi-k3: one of four), though the CPU's cache takes it."""
+    for name in ("deepseek2", "kimi-k3"):
+        with strata.Model(cuda_models[name]) as m:
+            m.plan(n_ctx=64, kv_type="q8_0")
+            with pytest.raises(strata.StrataError) as e:
+                m.plan(n_ctx=64, kv_type="q8_0", layers="0:2,2:%d" % m.get_int(
+                    f"{m.get_string('general.architecture')}.block_count"), device="cuda")
+        assert e.value.status == strata.Status.UNSUPPORTED
+        assert "f16" in e.value.message and "latent" in e.value.message, e.value.message
+
+
+def test_cuda_plan_refuses_what_the_gpu_does_not_run(cuda_models):
+    with strata.Model(cuda_models["llama-tied"]) as m:  # heads of 32 values
+        m.plan(n_ctx=64)
+        with pytest.raises(strata.StrataError) as e:
+            m.plan(n_ctx=64, device="cuda")
+    assert e.value.status == strata.Status.UNSUPPORTED and "head dimensions 64 and 128" in e.value.message, e.value
+
+
+def test_unknown_device_is_refused(models):
+    with strata.Model(models["llama"]) as m:
+        with pytest.raises(strata.StrataError) as e:
+            m.plan(n_ctx=64, device=7)
+    assert e.value.status == strata.Status.INVALID_ARGUMENT and "device" in e.value.message, e.value.message
+
+
+def test_cuda_plan_without_the_backend_says_so(models):
+    with strata.Model(models["llama"]) as m:
+        try:
+            m.plan(n_ctx=64, device="cuda")
+        except strata.StrataError as e:
+            assert e.status == strata.Status.UNSUPPORTED and "built without the CUDA backend" in e.message, e
+            return
+    pytest.skip("the library has the CUDA backend")
+
+
+def test_inspect_plan_device_cuda(cuda_models):
+    with strata.Model(cuda_models["kimi-k3"]) as m:
+        plan = m.plan(n_ctx=512, n_stages=2, device="cuda")
+    got = json.loads(inspect(cuda_models["kimi-k3"], "--plan", "--json", "--n-ctx", "512", "--stages", "2",
+                             "--device", "cuda").stdout)
+    assert got == plan
+    out = inspect(cuda_models["kimi-k3"], "--plan", "--n-ctx", "512", "--stages", "2", "--device", "cuda").stdout
+    print(out)
+    assert "kimi-k3, 4 layers, f16 KV cache, context 512 tokens" in out and "on the CUDA device" in out
+    r = inspect(cuda_models["deepseek2"], "--plan", "--kv-type", "q8_0", "--device", "cuda", check=False)
+    assert r.returncode == 2 and "f16" in r.stderr, r.stderr
+    r = inspect(cuda_models["llama"], "--plan", "--device", "tpu", check=False)
+    assert r.returncode == 2 and "--device must be cpu or cuda" in r.stderr, r.stderr

@@ -299,6 +299,7 @@ class PlanParams(ctypes.Structure):
         ("n_stages", ctypes.c_int32),
         ("n_batch", ctypes.c_int64),
         ("n_threads", ctypes.c_int32),
+        ("device", ctypes.c_int32),  # appended (was tail padding: the size is unchanged)
     ]
 
 

@@ -451,10 +451,12 @@ class Model(OwnedHandle):
 
     # --- memory plans -------------------------------------------------------------------------
     def plan_json(self, n_ctx: int = 4096, kv_type: Union[str, int] = "f16", layers: Optional[str] = None,
-                  n_stages: int = 1, n_batch: int = 512, n_threads: int = 0) -> str:
+                  n_stages: int = 1, n_batch: int = 512, n_threads: int = 0,
+                  device: Union[str, int] = "cpu") -> str:
         """strata_model_plan_json: the memory plan of each stage as JSON text, from the tensor table
-        and the hyperparameters alone (nothing allocated, nothing hashed)."""
-        from .session import _buffer_text, _kv_type_id
+        and the hyperparameters alone (nothing allocated, nothing hashed). ``device`` "cuda": the
+        GPU's plan (works without a GPU)."""
+        from .session import _buffer_text, _device_id, _kv_type_id
         p = _lib.PlanParams()
         _lib.fn("strata_plan_default_params")(ctypes.byref(p))
         p.n_ctx = int(n_ctx)
@@ -464,19 +466,23 @@ class Model(OwnedHandle):
         p.n_stages = int(n_stages)
         p.n_batch = int(n_batch)
         p.n_threads = int(n_threads)
+        p.device = _device_id(device)
         f, h = _lib.fn("strata_model_plan_json"), self._handle()
         return _buffer_text(lambda b, c, n: f(h, ctypes.byref(p), b, c, n))
 
     def plan(self, n_ctx: int = 4096, kv_type: Union[str, int] = "f16", layers: Optional[str] = None,
-             n_stages: int = 1, n_batch: int = 512, n_threads: int = 0) -> dict[str, Any]:
+             n_stages: int = 1, n_batch: int = 512, n_threads: int = 0,
+             device: Union[str, int] = "cpu") -> dict[str, Any]:
         """The memory plan of each stage for a context of n_ctx tokens, as a dict: per stage its
         layers, weight bytes, KV cache bytes per token, at n_ctx and at 1,048,576 tokens, scratch
         and total (see strata_model_plan_json). ``layers``: "0:20,20:40,..." (one range per stage);
-        without it, ``n_stages`` stages with the layers split evenly. Raises StrataError
+        without it, ``n_stages`` stages with the layers split evenly. ``device`` "cuda": what a CUDA
+        session or stage plans on the device (no GPU needed). Raises StrataError
         (INVALID_ARGUMENT for a bad plan or setting, UNSUPPORTED for a KV type the model's cache
-        cannot use)."""
+        cannot use, or with "cuda" a library without the CUDA backend or a model the GPU does not
+        run)."""
         return json.loads(self.plan_json(n_ctx=n_ctx, kv_type=kv_type, layers=layers, n_stages=n_stages,
-                                         n_batch=n_batch, n_threads=n_threads))
+                                         n_batch=n_batch, n_threads=n_threads, device=device))
 
     def __repr__(self) -> str:
         if self._h is None:
