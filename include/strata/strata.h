@@ -486,9 +486,9 @@ typedef struct strata_plan_params {
     int64_t n_batch;    /* micro-batch in tokens, > 0 (default 512, as a session); at most n_ctx */
     int32_t n_threads;  /* compute threads the scratch is sized for; 0: every hardware thread
                            (unused with STRATA_DEVICE_CUDA) */
-    /* Appended after the first release, into what was the struct's tail padding (sizeof and so
-     * struct_size did not grow): a caller built against the earlier header must have zeroed the
-     * struct (its strata_plan_default_params did), else this reads as an unknown device. */
+    int32_t reserved;   /* ignored: the first release's tail padding (its struct_size ends here) */
+    /* Appended after the first release: a caller built against the earlier header passes a
+     * struct_size that ends before it, and gets the default. */
     int32_t device;     /* strata_device whose memory is planned (default STRATA_DEVICE_CPU) */
 } strata_plan_params;
 

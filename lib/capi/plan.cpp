@@ -4,6 +4,7 @@
 // planner (pipeline/planner.hpp). For STRATA_DEVICE_CUDA each stage is what the GPU context plans
 // (cuda/gpu_plan.hpp), from the stage's bound weights.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -160,7 +161,7 @@ extern "C" {
 
 void strata_plan_default_params(strata_plan_params* params) {
     if (!params) return;
-    std::memset(static_cast<void*>(params), 0, sizeof *params);  // padding too: see `device` in strata.h
+    std::memset(static_cast<void*>(params), 0, sizeof *params);
     params->struct_size = sizeof *params;
     params->n_ctx = 4096;
     params->kv_type = STRATA_KV_F16;
@@ -173,7 +174,9 @@ strata_status strata_model_plan_json(const strata_model* model, const strata_pla
                                      size_t capacity, size_t* out_needed) {
     STRATA_API_BEGIN
     require(model, "model");
-    const strata_plan_params p = strata::capi::params_or_default(params, strata_plan_default_params);
+    // The first release's struct ended before `device` (strata.h): its callers get the CPU plan.
+    const strata_plan_params p =
+        strata::capi::params_or_default(params, strata_plan_default_params, offsetof(strata_plan_params, device));
     strata::capi::copy_text_out(plan_json(strata::capi::file_of(model), p), text, capacity, out_needed,
                                 "the plan");
     STRATA_API_END

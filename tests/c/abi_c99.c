@@ -46,10 +46,12 @@ static void test_plan_params(void) {
     CHECK(params.struct_size == sizeof params && params.n_ctx == 4096 && params.kv_type == STRATA_KV_F16 &&
           params.layers == NULL && params.n_stages == 1 && params.n_batch == 512 && params.n_threads == 0 &&
           params.device == STRATA_DEVICE_CPU);
-    /* `device` took the tail padding after n_threads: the size a caller of the first release
-     * passed is still the whole struct. */
-    CHECK(offsetof(strata_plan_params, device) == offsetof(strata_plan_params, n_threads) + sizeof(int32_t));
-    CHECK(sizeof(strata_plan_params) == offsetof(strata_plan_params, device) + sizeof(int32_t));
+    /* `device` comes after the first release's layout (which ended with n_threads and 4 bytes of
+     * padding, now `reserved`): a caller of that release passes a struct_size that stops before
+     * it, and gets the CPU plan whatever its padding held. */
+    CHECK(offsetof(strata_plan_params, reserved) == offsetof(strata_plan_params, n_threads) + sizeof(int32_t));
+    CHECK(offsetof(strata_plan_params, device) == offsetof(strata_plan_params, reserved) + sizeof(int32_t));
+    CHECK(offsetof(strata_plan_params, device) == 56);
     CHECK(strata_model_plan_json(NULL, &params, NULL, 0, &needed) == STRATA_ERR_INVALID_ARGUMENT);
     CHECK(strstr(strata_last_error(), "model") != NULL);
 }
@@ -72,6 +74,24 @@ static void test_session_device(strata_model* model) {
     params.device = STRATA_DEVICE_CUDA;
     CHECK(strata_session_create(model, &params, &session) == STRATA_ERR_UNSUPPORTED && session == NULL);
     CHECK(strlen(strata_last_error()) > 0);
+}
+
+/* strata_plan_params.device, appended after the first release: the fixture's architecture has
+ * no plan, so a query that gets past the parameters is UNSUPPORTED. */
+static void test_plan_device(strata_model* model) {
+    strata_plan_params params;
+    size_t needed = 0;
+    strata_plan_default_params(&params);
+    params.device = 7;
+    CHECK(strata_model_plan_json(model, &params, NULL, 0, &needed) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(strata_last_error(), "device") != NULL);
+    /* A caller built before `device` existed: its struct ends before it, whatever lies beyond. */
+    params.reserved = 12345;
+    params.struct_size = offsetof(strata_plan_params, device);
+    CHECK(strata_model_plan_json(model, &params, NULL, 0, &needed) == STRATA_ERR_UNSUPPORTED);
+    CHECK(strstr(strata_last_error(), "device") == NULL);
+    params.struct_size = offsetof(strata_plan_params, device) - 1;
+    CHECK(strata_model_plan_json(model, &params, NULL, 0, &needed) == STRATA_ERR_INVALID_ARGUMENT);
 }
 
 static void test_reading_the_fixture_model(void) {
@@ -126,6 +146,7 @@ static void test_reading_the_fixture_model(void) {
     CHECK(strata_model_shard_count(model, &n) == STRATA_OK && n == 1);
     CHECK(strata_model_identity(model, hex) == STRATA_OK && strlen(hex) == 64);
     test_session_device(model);
+    test_plan_device(model);
     strata_model_free(model);
 }
 

@@ -299,7 +299,8 @@ class PlanParams(ctypes.Structure):
         ("n_stages", ctypes.c_int32),
         ("n_batch", ctypes.c_int64),
         ("n_threads", ctypes.c_int32),
-        ("device", ctypes.c_int32),  # appended (was tail padding: the size is unchanged)
+        ("reserved", ctypes.c_int32),  # the first release's tail padding
+        ("device", ctypes.c_int32),  # appended after the first release
     ]
 
 
