@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(kThreads) decode_chunk_kernel(const float* q, 
         const uint8_t* kh = attn::head_at<D, Q8>(k_cache, s.row_bytes, p, kvh);
         float dot = 0.0f;
         for (int j = 0; j < J; ++j) dot += qv[j] * attn::head_value<Q8>(kh, lane + 32 * j);
-        const float score = attn::warp_sum(dot) * s.scale;  // every lane holds the score
+        const float score = warp_sum(dot) * s.scale;  // every lane holds the score
         const float new_max = fmaxf(run_max, score);
         const float corr = attn::rescale(run_max, new_max);
         const float w = expf(score - new_max);

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "attention.cuh"
+#include "warp_reduce.cuh"
 
 namespace strata::cuda::attn {
 
@@ -67,15 +68,6 @@ __device__ __forceinline__ float head_value(const uint8_t* head, int d) {
     }
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-    for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    return v;
-}
 
 // exp(old - now) for rescaling a running sum when the running max moves from old to now; 1 when
 // it does not move (also when both are still -inf: no key seen yet, nothing to rescale).

@@ -83,10 +83,10 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(const float* q, const
             const int64_t t = t0 + warp * kRowsPerWarp + r;
             const bool visible = p < kv_end && p <= n_past + t;
             const float sc = visible ? score[r] * s.scale : -INFINITY;
-            const float new_max = fmaxf(run_max[r], attn::warp_max(sc));
+            const float new_max = fmaxf(run_max[r], warp_max(sc));
             const float corr = attn::rescale(run_max[r], new_max);
             weight[r] = visible ? expf(sc - new_max) : 0.0f;
-            run_sum[r] = run_sum[r] * corr + attn::warp_sum(weight[r]);
+            run_sum[r] = run_sum[r] * corr + warp_sum(weight[r]);
             for (int j = 0; j < J; ++j) acc[r][j] *= corr;
             run_max[r] = new_max;
         }

@@ -24,6 +24,7 @@
 #include <cmath>
 
 #include "quant/half.hpp"
+#include "warp_reduce.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -42,15 +43,6 @@ static_assert(kPrefillTokens * (kMlaMaxLatent + kMlaMaxRope) * 4 + 2 * kPrefillT
                   48 * 1024,
               "fits the 48 KB a kernel gets without opting in");
 
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v) {
-    for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    return v;
-}
 
 // How a cache row is read: kWidth consecutive values per load ("slot"). PAIRS: half2 (C and R
 // even, cache 4-byte aligned, so every row and its rope part start on a pair); otherwise one half.

@@ -8,6 +8,7 @@
 //
 // UNTESTED ON A GPU until cuda/tests/test_model_ops.cu has run on one.
 #include "model_ops.cuh"
+#include "warp_reduce.cuh"
 
 #include <cmath>
 
@@ -21,15 +22,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kMaxResEntries = 64;
 
 // Blocks for n elements at kThreads per block, capped (grid-stride kernels loop over the rest).
-unsigned blocks_for(uint64_t n, unsigned cap = 65536u) {
-    const uint64_t b = (n + kThreads - 1) / kThreads;
-    return unsigned(b < cap ? b : cap);
-}
-
-__device__ __forceinline__ double warp_sum(double v) {
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
+unsigned blocks_for(uint64_t n, unsigned cap = 65536u) { return grid_blocks(n, kThreads, cap); }
 
 // Block-wide sums of every thread's a and b, the same values in every thread (each adds the
 // warp partials in the same order). Every thread of the block must call it; it ends with a

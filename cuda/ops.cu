@@ -14,6 +14,7 @@
 #include "quant/iq1s_block.hpp"
 #include "quant/q8_0.hpp"
 #include "quant/type_ids.hpp"
+#include "warp_reduce.cuh"
 
 namespace strata::cuda {
 namespace {
@@ -23,15 +24,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr unsigned kMaxGrid = 0x7fffffffu;
 
 // Blocks for n elements at kThreads per block, capped (the kernels loop over the rest).
-unsigned blocks_for(uint64_t n, unsigned cap = 65536u) {
-    const uint64_t b = (n + kThreads - 1) / kThreads;
-    return unsigned(b < cap ? b : cap);
-}
-
-__device__ __forceinline__ double warp_sum(double v) {
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-    return v;
-}
+unsigned blocks_for(uint64_t n, unsigned cap = 65536u) { return grid_blocks(n, kThreads, cap); }
 
 // ---- RMSNorm ------------------------------------------------------------------------------
 
