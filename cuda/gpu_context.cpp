@@ -34,15 +34,6 @@ namespace strata::cuda {
 
 namespace {
 
-int count_layers(const model::Hparams& hp, int first, int last, int kind) {  // 0 gqa, 1 mla, 2 kda
-    int n = 0;
-    for (int il = first; il < last; ++il) {
-        const bool rec = hp.is_recurrent_layer(il);
-        n += kind == 2 ? rec : kind == 1 ? (!rec && hp.is_mla()) : (!rec && !hp.is_mla());
-    }
-    return n;
-}
-
 uint64_t free_device_memory() {
     size_t free_bytes = 0, total_bytes = 0;
     check(cudaMemGetInfo(&free_bytes, &total_bytes), "asking the device for its free memory");
@@ -122,19 +113,15 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
     graphs_ = options.cuda_graphs;
 
     Device& d = *d_;
-    const int n_gqa = count_layers(hp_, first_layer_, last_layer_, 0);
-    const int n_mla = count_layers(hp_, first_layer_, last_layer_, 1);
-    const int n_kda = count_layers(hp_, first_layer_, last_layer_, 2);
-    recurrent_ = n_kda > 0;
-    {
-        int gqa = 0, mla = 0, kda = 0;
-        for (int il = first_layer_; il < last_layer_; ++il) {
-            const bool rec = hp_.is_recurrent_layer(il);
-            d.kda_slot.push_back(rec ? kda++ : -1);
-            d.mla_slot.push_back(!rec && hp_.is_mla() ? mla++ : -1);
-            d.gqa_slot.push_back(!rec && !hp_.is_mla() ? gqa++ : -1);
-        }
+    // Each layer's slot in the cache of its kind; the counts are the caches' layers.
+    int n_gqa = 0, n_mla = 0, n_kda = 0;
+    for (int il = first_layer_; il < last_layer_; ++il) {
+        const bool rec = hp_.is_recurrent_layer(il);
+        d.kda_slot.push_back(rec ? n_kda++ : -1);
+        d.mla_slot.push_back(!rec && hp_.is_mla() ? n_mla++ : -1);
+        d.gqa_slot.push_back(!rec && !hp_.is_mla() ? n_gqa++ : -1);
     }
+    recurrent_ = n_kda > 0;
     const bool any_moe = sp.any_moe;
     const std::string& host_routing = sp.host_routing;
     const uint64_t ws_bytes = sp.attention_workspace_bytes;
@@ -250,30 +237,15 @@ GpuContext::GpuContext(const gguf::ModelFile& file, const exec::ContextParams& p
 
 GpuContext::~GpuContext() = default;
 
-int64_t GpuContext::banks_before(int64_t layer) const {
-    const int64_t B = hp_.attn_res_block;
-    return B > 0 ? (layer + B - 1) / B : 0;  // banked layers 0, B, 2B, ... below `layer`
-}
-
-int64_t GpuContext::max_bank() const { return banks_before(hp_.n_layer); }
-
 int64_t GpuContext::output_floats(int64_t n_tokens, bool all_logits) const {
     if (!last_stage_) return n_tokens * hidden_out_width();
     return (all_logits ? n_tokens : 1) * hp_.n_vocab;
 }
 
-bool GpuContext::can_truncate(int64_t n_past) const {
-    return n_past >= 0 && n_past <= n_past_ && (n_past == 0 || n_past == n_past_ || !recurrent_);
-}
+bool GpuContext::can_truncate(int64_t n_past) const { return exec::can_truncate(n_past, n_past_, recurrent_); }
 
 void GpuContext::truncate(int64_t n_past) {
-    if (n_past < 0 || n_past > n_past_)
-        fail(Status::invalid_argument, "truncate(" + std::to_string(n_past) + "): must be within [0, n_past = " +
-                                           std::to_string(n_past_) + "]");
-    if (n_past != 0 && n_past != n_past_ && recurrent_)
-        fail(Status::unsupported, "truncate(" + std::to_string(n_past) + "): this stage has recurrent (KDA) layers, whose "
-                                  "state cannot drop positions; truncate to 0 (restart) or keep all " +
-                                      std::to_string(n_past_));
+    exec::check_truncate(n_past, n_past_, recurrent_);
     n_past_ = n_past;
     if (n_past == 0) lost_.clear();
 }
@@ -316,8 +288,8 @@ void GpuContext::run(const int32_t* tokens, const float* hidden, int64_t n, floa
 void GpuContext::run_batches(const int32_t* tokens, const float* hidden, int64_t n, float* out, bool all_logits) {
     Device& d = *d_;
     const int64_t E = hp_.n_embd, V = hp_.n_vocab;
-    const int64_t W_in = hidden_in_width(), W_out = hidden_out_width(), M = max_bank();
-    const int64_t banks_in = banks_before(first_layer_), banks_out = banks_before(last_layer_);
+    const int64_t W_in = hidden_in_width(), W_out = hidden_out_width(), M = hp_.max_banks();
+    const int64_t banks_in = hp_.banks_before(first_layer_), banks_out = hp_.banks_before(last_layer_);
     const Input in = tokens ? Input::tokens : Input::hidden;
     for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
         const int64_t m = std::min(n_batch_, n - c0);
@@ -432,7 +404,7 @@ void GpuContext::enqueue(int m, Input in, Output o) {
     const int64_t E = hp_.n_embd;
     const float eps = float(hp_.rms_eps);
     if (in == Input::tokens) check(get_rows(d.w->token_embd, d.ids, m, d.a.x, d.stream), "get_rows (token embeddings)");
-    n_bank_ = banks_before(first_layer_);  // the same at every call: a captured graph stays valid
+    n_bank_ = hp_.banks_before(first_layer_);  // the same at every call: a captured graph stays valid
     for (size_t li = 0; li < d.w->layers.size(); ++li) enqueue_layer(li, m);
     if (last_stage_ && hp_.attn_res_block > 0) {  // the output norm reads a mix too
         residual_mix(d.w->output_res_score, m);
@@ -448,7 +420,7 @@ void GpuContext::enqueue(int m, Input in, Output o) {
 void GpuContext::residual_mix(const float* w, int m) {
     Device& d = *d_;
     const int64_t E = hp_.n_embd;
-    check(attn_res_mix(d.a.x, d.a.bank, int(n_bank_), max_bank() * E, w, m, E, float(hp_.rms_eps), d.a.mixed, d.stream),
+    check(attn_res_mix(d.a.x, d.a.bank, int(n_bank_), hp_.max_banks() * E, w, m, E, float(hp_.rms_eps), d.a.mixed, d.stream),
           "attn_res_mix");
 }
 
@@ -469,7 +441,7 @@ void GpuContext::enqueue_layer(size_t li, int m) {
         residual_mix(L.attn_res_score, m);
         in = d.a.mixed;
         if (il % B == 0) {  // bank x itself; the stream restarts from this block's output
-            check(cudaMemcpy2DAsync(d.a.bank + n_bank_ * E, size_t(max_bank() * E) * sizeof(float), d.a.x,
+            check(cudaMemcpy2DAsync(d.a.bank + n_bank_ * E, size_t(hp_.max_banks() * E) * sizeof(float), d.a.x,
                                     size_t(E) * sizeof(float), size_t(E) * sizeof(float), size_t(m),
                                     cudaMemcpyDeviceToDevice, s),
                   "banking a checkpoint");

@@ -77,8 +77,8 @@ public:
     bool is_last_stage() const { return last_stage_; }
     // As exec::Context: n_embd, plus with attention residuals (K3) the checkpoints banked before
     // the stage's first / after its last layer.
-    int64_t hidden_in_width() const { return hp_.n_embd * (1 + banks_before(first_layer_)); }
-    int64_t hidden_out_width() const { return hp_.n_embd * (1 + banks_before(last_layer_)); }
+    int64_t hidden_in_width() const { return hp_.n_embd * (1 + hp_.banks_before(first_layer_)); }
+    int64_t hidden_out_width() const { return hp_.n_embd * (1 + hp_.banks_before(last_layer_)); }
     int64_t output_floats(int64_t n_tokens, bool all_logits) const;
 
     // As exec::Context::decode / forward_hidden.
@@ -121,8 +121,6 @@ private:
     void ffn_moe_host(size_t li, int m, const float* in);
     // K3 attention residuals: d.mixed = the mix of the banked checkpoints and x scored with w.
     void residual_mix(const float* w, int m);
-    int64_t banks_before(int64_t layer) const;
-    int64_t max_bank() const;
     void replay(Input in, Output out);  // one token through the captured graph (captured on first use)
     void fetch(const float* src, int64_t count, float* dst);
 

@@ -79,32 +79,18 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
 
 Context::~Context() = default;
 
-int64_t Context::banks_before(int64_t layer) const {
-    const int64_t B = hp_.attn_res_block;
-    return B > 0 ? (layer + B - 1) / B : 0;  // banked layers 0, B, 2B, ... below `layer`
-}
-
-int64_t Context::hidden_in_width() const { return hp_.n_embd * (1 + banks_before(w_.first_layer)); }
-int64_t Context::hidden_out_width() const { return hp_.n_embd * (1 + banks_before(w_.last_layer)); }
+int64_t Context::hidden_in_width() const { return hp_.n_embd * (1 + hp_.banks_before(w_.first_layer)); }
+int64_t Context::hidden_out_width() const { return hp_.n_embd * (1 + hp_.banks_before(w_.last_layer)); }
 
 int64_t Context::output_floats(int64_t n_tokens, bool all_logits) const {
     if (!w_.last_stage) return n_tokens * hidden_out_width();
     return (all_logits ? n_tokens : 1) * hp_.n_vocab;
 }
 
-bool Context::can_truncate(int64_t n_past) const {
-    return n_past >= 0 && n_past <= n_past_ && (n_past == 0 || n_past == n_past_ || kda_.bytes() == 0);
-}
+bool Context::can_truncate(int64_t n_past) const { return exec::can_truncate(n_past, n_past_, kda_.bytes() > 0); }
 
 void Context::truncate(int64_t n_past) {
-    if (n_past < 0 || n_past > n_past_)
-        fail(Status::invalid_argument, "truncate(" + std::to_string(n_past) + "): must be within [0, n_past = " +
-                                           std::to_string(n_past_) + "]");
-    // A recurrent state holds every position folded together: it can restart, not roll back.
-    if (n_past != 0 && n_past != n_past_ && kda_.bytes() > 0)
-        fail(Status::unsupported, "truncate(" + std::to_string(n_past) + "): this stage has recurrent (KDA) layers, whose "
-                                  "state cannot drop positions; truncate to 0 (restart) or keep all " +
-                                      std::to_string(n_past_));
+    check_truncate(n_past, n_past_, kda_.bytes() > 0);
     n_past_ = n_past;
     if (n_past == 0) lost_.clear();
 }
@@ -136,7 +122,7 @@ void Context::decode(std::span<const int32_t> tokens, float* out, bool all_logit
 void Context::forward_hidden(const float* hidden_in, int64_t n, float* out, bool all_logits) {
     check_room(n);
     if (!hidden_in || !out) fail(Status::invalid_argument, "forward_hidden: null buffer");
-    const int64_t E = hp_.n_embd, W = hidden_in_width(), nb = banks_before(w_.first_layer);
+    const int64_t E = hp_.n_embd, W = hidden_in_width(), nb = hp_.banks_before(w_.first_layer);
     for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
         const int64_t m = std::min(n_batch_, n - c0);
         // Each row: the stream, then (attention residuals) the checkpoints banked so far.
@@ -144,7 +130,7 @@ void Context::forward_hidden(const float* hidden_in, int64_t n, float* out, bool
             const float* row = hidden_in + (c0 + t) * W;
             std::memcpy(s_->x.data() + t * E, row, size_t(E) * sizeof(float));
             if (nb > 0)
-                std::memcpy(s_->bank.data() + t * max_bank() * E, row + E, size_t(nb * E) * sizeof(float));
+                std::memcpy(s_->bank.data() + t * hp_.max_banks() * E, row + E, size_t(nb * E) * sizeof(float));
         }
         n_bank_ = nb;
         run_layers(s_->x.data(), m);
@@ -159,7 +145,7 @@ void Context::write_output(const float* x, int64_t n, int64_t first, int64_t n_t
         for (int64_t t = 0; t < n; ++t) {
             float* row = out + (first + t) * W;
             std::memcpy(row, x + t * E, size_t(E) * sizeof(float));
-            if (n_bank_ > 0) std::memcpy(row + E, s_->bank.data() + t * max_bank() * E, size_t(n_bank_ * E) * sizeof(float));
+            if (n_bank_ > 0) std::memcpy(row + E, s_->bank.data() + t * hp_.max_banks() * E, size_t(n_bank_ * E) * sizeof(float));
         }
         return;
     }
@@ -191,7 +177,7 @@ void Context::run_layers(float* x, int64_t n) {
             in = s_->mixed.data();
             if (il % B == 0) {
                 for (int64_t t = 0; t < n; ++t)
-                    std::copy(x + t * E, x + (t + 1) * E, s_->bank.data() + (t * max_bank() + n_bank_) * E);
+                    std::copy(x + t * E, x + (t + 1) * E, s_->bank.data() + (t * hp_.max_banks() + n_bank_) * E);
                 ++n_bank_;
                 banked = true;
             }

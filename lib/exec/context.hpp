@@ -117,8 +117,6 @@ private:
     // K3 attention residuals (context_kimi.cpp): x replaced per token by the softmax mix of the
     // banked checkpoints and x itself, scored with w.
     void attn_res_mix(const float* x, const float* w, int64_t n, float* out);
-    int64_t max_bank() const;
-    int64_t banks_before(int64_t layer) const;
     // The FFN activation in place: SwiGLU, or SiTU where the model gives its betas (K3).
     void activate(float* gate, const float* up, int64_t n) const;
     // FFN blocks: s_->xn -> s_->proj.

@@ -7,11 +7,6 @@
 
 namespace strata::exec {
 
-int64_t Context::max_bank() const {
-    const int64_t B = hp_.attn_res_block;
-    return B > 0 ? (hp_.n_layer + B - 1) / B : 0;
-}
-
 // SwiGLU, or SiTU: beta tanh(g/beta) sigmoid(g) * (lin > 0 ? lin tanh(u/lin) : u).
 void Context::activate(float* gate, const float* up, int64_t n) const {
     const double beta = hp_.moe.situ_beta, lin = hp_.moe.situ_linear_beta;
@@ -29,7 +24,7 @@ void Context::activate(float* gate, const float* up, int64_t n) const {
 
 // Per token: scores = rms_norm(entry) . w over the banked checkpoints and x, softmax, mix.
 void Context::attn_res_mix(const float* x, const float* w, int64_t n, float* out) {
-    const int64_t E = hp_.n_embd, M = max_bank();
+    const int64_t E = hp_.n_embd, M = hp_.max_banks();
     std::vector<float> score(size_t(n_bank_ + 1));
     auto rms_dot = [&](const float* v) {
         double ss = 0.0, dot = 0.0;

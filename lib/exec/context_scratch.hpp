@@ -100,7 +100,7 @@ void for_each_buffer(const model::Hparams& hp, bool any_dense, int64_t n_batch, 
     }
     if (hp.attn_res_block > 0) {
         tok(s.mixed, E);
-        tok(s.bank, ((hp.n_layer + hp.attn_res_block - 1) / hp.attn_res_block) * E);
+        tok(s.bank, hp.max_banks() * E);
     }
     if (hp.moe.n_expert > 0) {
         const int64_t Le = hp.moe.latent > 0 ? hp.moe.latent : E;  // the experts' width

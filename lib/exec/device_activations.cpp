@@ -55,7 +55,7 @@ DeviceActivationWidths device_activation_widths(const model::Hparams& hp, int fi
     w.gate = w.up = std::max(dense ? hp.n_ff : 0, shared_ff);
     if (hp.attn_res_block > 0) {
         w.mixed = E;
-        w.bank = (hp.n_layer + hp.attn_res_block - 1) / hp.attn_res_block * E;
+        w.bank = hp.max_banks() * E;
     }
     if (moe) {
         const model::MoeParams& e = hp.moe;

@@ -58,8 +58,7 @@ void check_gpu_supports(const model::Hparams& hp) {
                            std::to_string(dk));
         if (hp.kda.conv_kernel < 1) refuse(hp, "a KDA convolution of " + std::to_string(hp.kda.conv_kernel) + " taps");
     }
-    if (const int64_t B = hp.attn_res_block; B > 0) {
-        const int64_t banks = (hp.n_layer + B - 1) / B;
+    if (const int64_t banks = hp.max_banks(); banks > 0) {
         if (banks + 1 > kMaxResEntries)
             refuse(hp, "the CUDA attention-residual mix takes at most " + std::to_string(kMaxResEntries - 1) +
                            " banked checkpoints; this model banks " + std::to_string(banks));

@@ -28,6 +28,20 @@ void check_context_room(int64_t n_tokens, int64_t n_past, int64_t n_ctx) {
                                            std::to_string(n_ctx) + "; nothing was run");
 }
 
+bool can_truncate(int64_t to, int64_t n_past, bool recurrent) {
+    return to >= 0 && to <= n_past && (to == 0 || to == n_past || !recurrent);
+}
+
+void check_truncate(int64_t to, int64_t n_past, bool recurrent) {
+    if (to < 0 || to > n_past)
+        fail(Status::invalid_argument, "truncate(" + std::to_string(to) + "): must be within [0, n_past = " +
+                                           std::to_string(n_past) + "]");
+    if (!can_truncate(to, n_past, recurrent))
+        fail(Status::unsupported, "truncate(" + std::to_string(to) + "): this stage has recurrent (KDA) layers, whose "
+                                  "state cannot drop positions; truncate to 0 (restart) or keep all " +
+                                      std::to_string(n_past));
+}
+
 void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab) {
     for (size_t i = 0; i < tokens.size(); ++i)
         if (tokens[i] < 0 || tokens[i] >= n_vocab)

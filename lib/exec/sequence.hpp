@@ -47,6 +47,13 @@ void check_decode(std::span<const int32_t> tokens, int64_t n_vocab, int64_t n_pa
 // n_past + n_tokens fits n_ctx, saying so and that nothing was run.
 void check_context_room(int64_t n_tokens, int64_t n_past, int64_t n_ctx);
 
+// Truncating a context at n_past to `to`: any position within [0, n_past], but a stage with
+// recurrent (KDA) layers only restarts (0) or keeps everything (n_past): its state holds every
+// position folded together. can_truncate says whether; check_truncate throws
+// Error(invalid_argument) out of range, Error(unsupported) for a recurrent stage, saying why.
+bool can_truncate(int64_t to, int64_t n_past, bool recurrent);
+void check_truncate(int64_t to, int64_t n_past, bool recurrent);
+
 // A context's token check: Error(invalid_argument) naming the first id outside [0, n_vocab).
 void check_token_ids(std::span<const int32_t> tokens, int64_t n_vocab);
 

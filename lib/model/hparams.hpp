@@ -128,6 +128,10 @@ struct Hparams {
     bool is_recurrent_layer(int64_t il) const { return !recurrent.empty() && recurrent[size_t(il)] != 0; }
     int64_t kda_width() const { return n_head * kda.head_dim; }  // D
     bool is_moe_layer(int64_t il) const { return moe.n_expert > 0 && il >= moe.n_dense_lead; }
+    // K3 attention residuals: the checkpoints banked below `layer` (layers 0, B, 2B, ... bank
+    // theirs), and the most a sequence ever holds (0 without attention residuals).
+    int64_t banks_before(int64_t layer) const { return attn_res_block > 0 ? (layer + attn_res_block - 1) / attn_res_block : 0; }
+    int64_t max_banks() const { return banks_before(n_layer); }
     // gqa: query / key / value widths; mla: the query width is n_head * (qk_nope + n_rot).
     int64_t n_q() const { return is_mla() ? n_head * (mla.qk_nope + rope.n_rot) : n_head * head_dim; }
     int64_t n_kv() const { return n_head_kv * head_dim; } // gqa key / value width
