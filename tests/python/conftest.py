@@ -60,11 +60,16 @@ def valid_files(manifest: dict) -> dict:
     return {v["file"]: v for v in manifest["valid_files"]}
 
 
+def fresh_seed(label: str) -> int:
+    """A fresh random seed, printed under ``label``; STRATA_TEST_SEED=N replays a printed one."""
+    replay = os.environ.get("STRATA_TEST_SEED")
+    value = int(replay) if replay else int.from_bytes(os.urandom(8), "little")
+    print(f"{label}: seed {value}")
+    return value
+
+
 @pytest.fixture
 def seed(request: pytest.FixtureRequest) -> int:
     """A fresh random seed for np.random.default_rng, printed (and put in assertion messages);
     STRATA_TEST_SEED=N replays a printed one."""
-    replay = os.environ.get("STRATA_TEST_SEED")
-    value = int(replay) if replay else int.from_bytes(os.urandom(8), "little")
-    print(f"{request.node.name}: np.random.default_rng({value})")
-    return value
+    return fresh_seed(f"{request.node.name}: np.random.default_rng")

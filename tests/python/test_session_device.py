@@ -8,13 +8,12 @@ import pytest
 
 import strata
 from _synth import write_model
+from conftest import fresh_seed
 
 
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory):
-    import os
-    seed = int.from_bytes(os.urandom(8), "little")
-    print(f"test_session_device model seed {seed}")
+    seed = fresh_seed("test_session_device model")
     # head dim 64 (256 / 4), IQ1_S matrices: a model the GPU runs where there is one
     return write_model(tmp_path_factory.mktemp("dev") / "m.gguf", seed, arch="llama", wtype="iq1_s",
                        n_ctx_train=512)[0]
