@@ -1,8 +1,11 @@
 // GEMV (lib/quant/gemv.hpp) and the thread pool it runs on (lib/util/thread_pool.hpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <cmath>
 #include <cstring>
@@ -124,11 +127,11 @@ TEST_CASE("GEMV rejects shapes it cannot run and accepts zero rows") {
     CHECK_THROWS_AS(quant::gemv_f32(x.data(), 1, 0, x.data(), y.data()), Error);
 }
 
-TEST_CASE("the thread pool covers every index exactly once with contiguous ranges and rethrows errors") {
+TEST_CASE("the thread pool covers every index exactly once in its chunks and rethrows errors") {
     for (int threads : {1, 2, 3, 5}) {
         util::ThreadPool pool(threads);
         CHECK(pool.size() == threads);
-        for (int64_t n : {0, 1, 2, 7, 100, 1001}) {
+        for (int64_t n : {0, 1, 2, 7, 100, 1001, 70001}) {
             CAPTURE(threads);
             CAPTURE(n);
             std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
@@ -138,8 +141,11 @@ TEST_CASE("the thread pool covers every index exactly once with contiguous range
                 ++calls;
                 for (int64_t i = begin; i < end; ++i) ++hits[size_t(i)];
             });
-            for (auto& h : hits) CHECK(h.load() == 1);
-            CHECK(calls.load() <= threads);
+            int wrong = 0;
+            for (auto& h : hits) wrong += h.load() != 1;
+            CHECK(wrong == 0);
+            CHECK(calls.load() == pool.chunk_count(n));  // one call per chunk, never an empty one
+            CHECK(pool.chunk_count(n) <= std::min<int64_t>(n, threads == 1 ? 1 : 0xffff));
         }
         CHECK_THROWS_AS(pool.parallel_for(10, [](int64_t begin, int64_t) {
                             if (begin > 0 || true) throw std::runtime_error("boom");
@@ -186,5 +192,32 @@ TEST_CASE("the thread pool hands out work correctly whether its workers are spin
         for (auto& h : hits) wrong += h.load() != 1;
         CAPTURE(call);
         REQUIRE(wrong == 0);
+    }
+}
+
+TEST_CASE("a stalled worker holds back only the chunk it claimed: the caller takes the rest") {
+    // The worker's first chunk waits for the caller to have run more than an even share of the
+    // loop. With a fixed share per thread the caller would run its half and wait on the worker,
+    // and the worker's wait would time out.
+    util::ThreadPool pool(2);
+    const auto caller = std::this_thread::get_id();
+    const int64_t n = pool.chunk_count(int64_t(1) << 20);  // as many elements as chunks: one each
+    REQUIRE(n >= 4);
+    REQUIRE(pool.chunk_count(n) == n);
+    for (int rep = 0; rep < 20; ++rep) {
+        std::mutex m;
+        std::condition_variable cv;
+        int64_t caller_ran = 0;
+        bool worker_timed_out = false;
+        pool.parallel_for(n, [&](int64_t, int64_t) {
+            std::unique_lock<std::mutex> lock(m);
+            if (std::this_thread::get_id() == caller) {
+                if (++caller_ran > n / 2) cv.notify_all();
+                return;
+            }
+            if (!cv.wait_for(lock, std::chrono::seconds(10), [&] { return caller_ran > n / 2; })) worker_timed_out = true;
+        });
+        CAPTURE(rep);
+        CHECK_FALSE(worker_timed_out);
     }
 }
