@@ -40,7 +40,8 @@ const char* kUsage =
     "With --worker, this process is the head of a pipeline: it holds the first layers, each worker\n"
     "(strata-worker) the next range in the order given; --layers fixes the ranges (head first),\n"
     "otherwise they are planned from each stage's free memory.\n"
-    "--device cuda runs a llama-family model entirely on the GPU (not with --worker).\n"
+    "--device cuda runs the model entirely on the GPU (not with --worker: a pipeline head runs on the\n"
+    "CPU; strata-worker --device cuda runs a worker's stages on its GPU).\n"
     "--tls-ca F runs every link inside TLS, the workers' certificates checked against CA F;\n"
     "--tls-cert F --tls-key F present the head's certificate to workers that require one.\n"
     "Streams the generated text to stdout; the run's figures go to stderr.\n";

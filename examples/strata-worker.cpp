@@ -2,8 +2,8 @@
 // strata_pipeline_create) over TCP, until SIGINT or SIGTERM.
 //
 //   strata-worker --listen HOST:PORT --model SHARD [SHARD...] [--layers A:B] [--key-file F]
-//                 [--allow-no-key] [--threads N] [--memory-budget BYTES] [--heartbeat-ms N]
-//                 [--peer-timeout-ms N] [--tls-cert F --tls-key F [--tls-ca F]]
+//                 [--allow-no-key] [--device cpu|cuda] [--threads N] [--memory-budget BYTES]
+//                 [--heartbeat-ms N] [--peer-timeout-ms N] [--tls-cert F --tls-key F [--tls-ca F]]
 //
 // Prints "listening on HOST:PORT" (the bound port, also when 0 was asked) on stdout as soon as
 // the socket is bound; everything else (connections, handshakes, plans, closes) goes to stderr.
@@ -28,16 +28,19 @@ namespace {
 
 const char* kUsage =
     "usage: strata-worker --listen HOST:PORT --model SHARD [SHARD...] [--layers A:B] [--key-file F]\n"
-    "                     [--allow-no-key] [--threads N] [--memory-budget BYTES] [--heartbeat-ms N]\n"
-    "                     [--peer-timeout-ms N] [--tls-cert F --tls-key F [--tls-ca F]]\n"
+    "                     [--allow-no-key] [--device cpu|cuda] [--threads N] [--memory-budget BYTES]\n"
+    "                     [--heartbeat-ms N] [--peer-timeout-ms N] [--tls-cert F --tls-key F [--tls-ca F]]\n"
     "Serves a layer range of the model to pipeline heads until SIGINT or SIGTERM.\n"
     "  --listen HOST:PORT     address to listen on (port 0: any free port)\n"
     "  --model SHARD...       the model's GGUF shards (the same files the head opens)\n"
     "  --layers A:B           serve only layers [A, B) (default: whatever range the head assigns)\n"
     "  --key-file F           pre-shared key the head must prove (required off loopback ...\n"
     "  --allow-no-key         ... unless this is given)\n"
+    "  --device cpu|cuda      where the stages' layers run (default cpu); cuda: on the GPU, which must\n"
+    "                         be usable when the worker starts\n"
     "  --threads N            compute threads (default: every hardware thread)\n"
-    "  --memory-budget BYTES  memory a stage may plan with (default: the memory available)\n"
+    "  --memory-budget BYTES  memory a stage may plan with (default: the memory available; device\n"
+    "                         memory with --device cuda)\n"
     "  --heartbeat-ms N       heartbeat interval (default 1000)\n"
     "  --peer-timeout-ms N    a head silent this long is gone, its sequence freed (default 5000)\n"
     "  --tls-cert F           TLS on every connection: this worker's certificate (PEM) ...\n"
@@ -96,6 +99,11 @@ Options parse_args(int argc, char** argv) {
             o.tls_ca = value();
         } else if (a == "--allow-no-key") {
             o.params.allow_no_key = 1;
+        } else if (a == "--device") {
+            const std::string v = value();
+            if (v == "cpu") o.params.device = STRATA_DEVICE_CPU;
+            else if (v == "cuda") o.params.device = STRATA_DEVICE_CUDA;
+            else throw cli::usage_error("--device must be cpu or cuda, got '" + v + "'");
         } else if (a == "--threads") {
             o.params.n_threads = int32_t(parse_integer(a, value(), 0, 4096));
         } else if (a == "--memory-budget") {

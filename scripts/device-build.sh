@@ -32,7 +32,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCM
 # Every CUDA test program CMake knows (one per cuda/tests/test_*.cu|cpp).
 mapfile -t cuda_tests < <(ninja -C "$BUILD" -t targets all | sed -n 's/^\(strata_cuda_[A-Za-z0-9_]*_tests\): .*/\1/p' | sort -u)
 [ ${#cuda_tests[@]} -gt 0 ] || { echo "device-build: no strata_cuda_*_tests targets" >&2; exit 1; }
-targets=("${cuda_tests[@]}" strata strata-bench strata-mkmodel strata-run)
+targets=("${cuda_tests[@]}" strata strata-bench strata-mkmodel strata-run strata-worker)
 log "building ${#targets[@]} targets with $JOBS jobs: ${targets[*]}"
 ninja -C "$BUILD" -j "$JOBS" "${targets[@]}"
 
@@ -40,7 +40,7 @@ log "gathering $OUT"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 for t in "${cuda_tests[@]}"; do cp "$BUILD/cuda/$t" "$OUT/"; done
-for p in strata-bench strata-mkmodel strata-run; do cp "$BUILD/examples/$p" "$OUT/"; done
+for p in strata-bench strata-mkmodel strata-run strata-worker; do cp "$BUILD/examples/$p" "$OUT/"; done
 lib=$(readlink -f "$BUILD/lib/libstrata.so")
 cp "$lib" "$OUT/"
 soname=$(objdump -p "$lib" | sed -n 's/^ *SONAME *//p')

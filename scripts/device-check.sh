@@ -11,7 +11,8 @@
 #      strata-bench decode --device cuda (tok/s, bytes per token, % of the streaming-read bound);
 #      tiny deepseek2, kimi-linear and kimi-k3 models (iq1_s) through strata_cuda_forward_tests
 #      (GPU against CPU, graphs, three stages, decode after prefill, chunked KDA), and decode on
-#      a K3-shaped slice when there is time to write it;
+#      a K3-shaped slice when there is time to write it; a two-stage pipeline on loopback whose
+#      worker runs its stage on the GPU (strata-worker --device cuda), against one CPU process;
 #   5. strata-bench kernels --quick (kernel figures against ceilings measured in the same run);
 #   6. one short table last.
 # Everything runs under timeouts within STRATA_CHECK_BUDGET_S (default 420 s: 7 minutes).
@@ -129,6 +130,36 @@ if [ "${#ARCH_MODELS[@]}" -gt 0 ]; then
   grep -E "gpu vs cpu|bit-identical|decode after|no graphs|FAIL" "$RESULTS/tests/forward_archs.log" | head -30
   record "forward deepseek2/kimi (${#ARCH_MODELS[@]} models)" "$v" "$SECS" \
     "$(grep -c '^FAIL' "$RESULTS/tests/forward_archs.log") failed checks"
+fi
+# A pipeline whose worker runs its layers on the GPU (strata-worker --device cuda); the head, on
+# the CPU, holds the first two layers. Greedy text against one CPU process: equal is noted, not
+# required (the GPU's f16 products and the f16 wire may move a near tie).
+if [ "${#ARCH_MODELS[@]}" -gt 0 ] && [ -x "$HERE/strata-worker" ]; then
+  M="${ARCH_MODELS[$((${#ARCH_MODELS[@]} - 1))]}"  # kimi-k3 tiny (4 layers) when it was written
+  t0=$(date +%s)
+  "$HERE/strata-worker" --device cuda --listen 127.0.0.1:0 --model "$M" > "$RESULTS/gpu-worker.out" 2> "$RESULTS/gpu-worker.log" &
+  WPID=$!
+  for _ in $(seq 1 150); do
+    grep -q '^listening on ' "$RESULTS/gpu-worker.out" 2>/dev/null && break
+    kill -0 "$WPID" 2>/dev/null || break
+    sleep 0.2
+  done
+  ADDR=$(sed -n 's/^listening on //p' "$RESULTS/gpu-worker.out" | head -n 1)
+  if [ -z "$ADDR" ]; then
+    record "pipeline, cuda worker" fail "$(( $(date +%s) - t0 ))" "$(tail -n 1 "$RESULTS/gpu-worker.log" | cut -c1-110)"
+  else
+    limit=$(step_timeout 60)
+    timeout -k 5 "$limit" strata-run "$M" -p "the pipeline" -n 24 --temp 0 --worker "$ADDR" --layers 0:2,2:4 \
+      --report-json "$RESULTS/gpu-pipeline.json" > "$RESULTS/gpu-pipeline.txt" 2> "$RESULTS/gpu-pipeline.log"
+    RC=$?
+    timeout -k 5 60 strata-run "$M" -p "the pipeline" -n 24 --temp 0 > "$RESULTS/cpu-run.txt" 2> "$RESULTS/cpu-run.log"
+    same=no; cmp -s "$RESULTS/gpu-pipeline.txt" "$RESULTS/cpu-run.txt" && same=yes
+    backend=$(grep -o '"backend": *"[a-z]*"' "$RESULTS/gpu-pipeline.json" 2>/dev/null | tr '\n' ' ')
+    v=$(verdict "$RC")
+    [ "$v" = pass ] || tail -n 5 "$RESULTS/gpu-pipeline.log"
+    record "pipeline, cuda worker" "$v" "$(( $(date +%s) - t0 ))" "text as one CPU process: $same; $backend"
+  fi
+  kill "$WPID" 2>/dev/null; wait "$WPID" 2>/dev/null
 fi
 # Decode on a K3-shaped slice (K3's layer widths: KDA, KDA, KDA, MLA, all MoE with 16 of its 896
 # experts; its dense lead layer, n_ff 33792, left out to keep the IQ1_S quantization within the

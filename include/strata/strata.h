@@ -620,6 +620,13 @@ typedef struct strata_worker_params {
     const char* tls_cert_file;
     const char* tls_key_file;
     const char* tls_ca_file;
+    /* strata_device where the worker's stages run (default STRATA_DEVICE_CPU). With
+     * STRATA_DEVICE_CUDA each stage's layers run on the GPU as a CUDA session's do, memory_budget
+     * is in device memory (0: the device's free memory, which is also what the worker
+     * advertises), and strata_worker_create fails with STRATA_ERR_UNSUPPORTED, naming why, when
+     * the library has no CUDA backend or no GPU can be used. Appended after tls_ca_file: a
+     * smaller struct_size means the CPU. */
+    int32_t device;
 } strata_worker_params;
 
 STRATA_API void strata_worker_default_params(strata_worker_params* params);

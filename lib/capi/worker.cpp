@@ -11,6 +11,9 @@
 #if STRATA_HAS_PIPELINE
 #include "pipeline/worker.hpp"
 #endif
+#ifdef STRATA_HAVE_CUDA
+#include "gpu_stage.hpp"
+#endif
 
 using strata::Status;
 using strata::fail;
@@ -32,6 +35,24 @@ std::vector<uint8_t> key_of(const strata_worker_params& p) {
     return strata::capi::read_key(p.key_file, p.key, p.key_length);
 }
 
+// Where the worker's stages run. A GPU worker checks its device now, so that a machine without
+// one fails at start naming why, not at the first head's configure.
+void set_device(strata::pipeline::StageOptions& stage, int32_t device) {
+    if (device == STRATA_DEVICE_CPU) return;
+    if (device != STRATA_DEVICE_CUDA)
+        fail(Status::invalid_argument,
+             "device is " + std::to_string(device) + ", expected STRATA_DEVICE_CPU or STRATA_DEVICE_CUDA");
+#ifdef STRATA_HAVE_CUDA
+    strata::cuda::require_usable_gpu();
+    stage.make_context = strata::cuda::make_gpu_stage_context;
+    stage.backend = "cuda";
+    stage.free_memory = strata::cuda::gpu_free_memory;
+#else
+    (void)stage;
+    fail(Status::unsupported, "STRATA_DEVICE_CUDA: this library was built without the CUDA backend");
+#endif
+}
+
 strata::pipeline::WorkerOptions options_of(strata_model* model, const strata_worker_params& p) {
     strata::pipeline::WorkerOptions o;
     auto endpoint = strata::transport::parse_endpoint(p.listen ? p.listen : "127.0.0.1:0");
@@ -46,6 +67,7 @@ strata::pipeline::WorkerOptions options_of(strata_model* model, const strata_wor
     if (p.n_threads < 0) fail(Status::invalid_argument, "n_threads must be >= 0 (0: every hardware thread)");
     o.stage.n_threads = p.n_threads;
     o.stage.memory_budget = p.memory_budget;
+    set_device(o.stage, p.device);
     if (p.heartbeat_ms <= 0) fail(Status::invalid_argument, "heartbeat_ms must be positive");
     if (p.peer_timeout_ms <= 0) fail(Status::invalid_argument, "peer_timeout_ms must be positive");
     o.heartbeat = strata::transport::Timeout(p.heartbeat_ms);

@@ -75,7 +75,9 @@ void check_n_top(uint32_t n_top) {
 }  // namespace
 
 Stage::Stage(const gguf::ModelFile& file, const transport::StageConfigure& c, const StageOptions& options)
-    : ctx_(std::make_unique<exec::Context>(file, context_params(c, options))) {
+    : ctx_(options.make_context ? options.make_context(file, context_params(c, options))
+                                : exec::make_cpu_stage_context(file, context_params(c, options))) {
+    if (!ctx_) fail(Status::internal, "the stage's context factory made no context");
     // The last stage samples; a local session starts from the same default settings.
     if (ctx_->is_last_stage()) sampler_ = std::make_unique<sample::SequenceSampler>(sample::SamplerParams{});
 }

@@ -1,20 +1,21 @@
-// One pipeline stage of one sequence: an exec::Context over a layer range, plus, on the last
-// stage, the sequence's sampler. Workers run one per connection; it answers the stage-control
+// One pipeline stage of one sequence: a context over a layer range (exec::Context on the CPU, or
+// what StageOptions::make_context makes: a GPU context for strata-worker --device cuda), plus, on
+// the last stage, the sequence's sampler. Workers run one per connection; it answers the stage-control
 // requests of transport/messages.hpp. Throws strata::Error (invalid_argument for a request that
 // does not fit: wrong position, wrong shape, output the stage cannot give; context_overflow;
 // out_of_memory at construction) and leaves the stage unchanged when it does.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 
+#include "exec/stage_context.hpp"
 #include "transport/messages.hpp"
 
 namespace strata::gguf {
 class ModelFile;
-}
-namespace strata::exec {
-class Context;
 }
 namespace strata::sample {
 class SequenceSampler;
@@ -23,8 +24,14 @@ class SequenceSampler;
 namespace strata::pipeline {
 
 struct StageOptions {
-    int n_threads = 0;           // 0: hardware concurrency
-    uint64_t memory_budget = 0;  // 0: MemAvailable
+    int n_threads = 0;           // 0: hardware concurrency (CPU contexts)
+    uint64_t memory_budget = 0;  // 0: free_memory()
+    // Where the layers run: empty makes exec::Context (the CPU). With it come the backend name a
+    // worker advertises (transport::StageInfo::backend) and how it measures its free memory
+    // (empty: the host's MemAvailable).
+    exec::StageContextFactory make_context;
+    std::string backend = "cpu";
+    std::function<uint64_t()> free_memory;
 };
 
 class Stage {
@@ -53,7 +60,7 @@ public:
     transport::Sampled sample(uint32_t n_top);
 
 private:
-    std::unique_ptr<exec::Context> ctx_;
+    std::unique_ptr<exec::StageContext> ctx_;
     std::unique_ptr<sample::SequenceSampler> sampler_;  // last stage only
 };
 

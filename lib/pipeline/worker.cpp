@@ -97,7 +97,7 @@ struct Worker::Impl {
         info.n_layers = uint32_t(hp.n_layer);
         info.n_threads = options.stage.n_threads > 0 ? uint32_t(options.stage.n_threads)
                                                      : std::max(1u, std::thread::hardware_concurrency());
-        info.backend = "cpu";
+        info.backend = options.stage.backend;
         info.host = host_name();
         shared.log = [this](const std::string& line) { log(line); };
     }

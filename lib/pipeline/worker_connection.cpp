@@ -103,7 +103,8 @@ transport::StageInfo stage_info(const WorkerShared& shared) {
     transport::StageInfo info = shared.info;
     if (info.available_memory == 0) {
         try {
-            info.available_memory = exec::available_memory_bytes();
+            const auto& free_memory = shared.options.stage.free_memory;
+            info.available_memory = free_memory ? free_memory() : exec::available_memory_bytes();
         } catch (const Error&) {
             info.available_memory = 0;  // unknown: the head plans without this worker's figure
         }

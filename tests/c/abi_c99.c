@@ -94,6 +94,30 @@ static void test_plan_device(strata_model* model) {
     CHECK(strata_model_plan_json(model, &params, NULL, 0, &needed) == STRATA_ERR_INVALID_ARGUMENT);
 }
 
+/* strata_worker_params.device, appended after tls_ca_file. The fixture's architecture runs
+ * nowhere, so a worker that gets past its parameters is UNSUPPORTED for that reason: an unknown
+ * device is refused by name first; CUDA without a usable GPU is refused naming CUDA first; a
+ * caller whose struct ends before `device` gets the CPU, whatever lies beyond. */
+static void test_worker_device(strata_model* model) {
+    strata_worker_params params;
+    strata_worker* worker = NULL;
+    strata_status st;
+    strata_worker_default_params(&params);
+    CHECK(params.struct_size == sizeof params && params.device == STRATA_DEVICE_CPU);
+    CHECK(offsetof(strata_worker_params, device) == offsetof(strata_worker_params, tls_ca_file) + sizeof(char*));
+    params.device = 7;
+    st = strata_worker_create(model, &params, &worker);
+    if (st == STRATA_ERR_UNSUPPORTED && strstr(strata_last_error(), "pipeline")) return; /* no pipeline support */
+    CHECK(st == STRATA_ERR_INVALID_ARGUMENT && worker == NULL);
+    CHECK(strstr(strata_last_error(), "device") != NULL);
+    params.device = STRATA_DEVICE_CUDA;
+    CHECK(strata_worker_create(model, &params, &worker) == STRATA_ERR_UNSUPPORTED && worker == NULL);
+    CHECK(strstr(strata_last_error(), "CUDA") != NULL || strstr(strata_last_error(), "fixture") != NULL);
+    params.struct_size = offsetof(strata_worker_params, device);
+    CHECK(strata_worker_create(model, &params, &worker) == STRATA_ERR_UNSUPPORTED && worker == NULL);
+    CHECK(strstr(strata_last_error(), "CUDA") == NULL && strstr(strata_last_error(), "device") == NULL);
+}
+
 static void test_reading_the_fixture_model(void) {
     char path[1024];
     const char* paths[1];
@@ -147,6 +171,7 @@ static void test_reading_the_fixture_model(void) {
     CHECK(strata_model_identity(model, hex) == STRATA_OK && strlen(hex) == 64);
     test_session_device(model);
     test_plan_device(model);
+    test_worker_device(model);
     strata_model_free(model);
 }
 

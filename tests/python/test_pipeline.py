@@ -169,6 +169,39 @@ def test_python_worker_serves_a_stage_in_process(models, workers):
     assert lines, "the log callback received nothing"
 
 
+def test_a_gpu_worker_serves_its_stage_or_says_why_not(models, workers):
+    """strata.Worker(device="cuda"): without a usable GPU it is refused at creation, naming why;
+    with one it serves the middle stage and the logits stay within the GPU's stated tolerance of
+    one CPU process (f16 prefill products: ~2% relative RMS, as test_session_device checks)."""
+    name = "llama-iq1_s-3shards"  # head dim 64, IQ1_S: a model the GPU kernels take
+    with strata.Model(models[name][0]) as m:
+        try:
+            w = strata.Worker(m, listen="127.0.0.1:0", device="cuda", heartbeat_ms=HEARTBEAT_MS,
+                              peer_timeout_ms=PEER_TIMEOUT_MS)
+        except strata.StrataError as e:
+            assert strata.Status(e.status) == strata.Status.UNSUPPORTED, e
+            assert "CUDA" in e.message, e.message  # no backend, or the CUDA runtime's reason
+            return
+        prompt = _prompt(m.vocab.n_vocab, 24, 9)
+        with m.session(n_ctx=N_CTX, n_threads=1) as local:
+            local.decode(prompt)
+            want = local.logits[0]
+        try:
+            w.start()
+            addrs = [f"127.0.0.1:{w.port}", workers[name][1].address]
+            with strata.Pipeline(m, workers=addrs, layers="0:1,1:4,4:5", n_ctx=N_CTX, n_threads=1, n_batch=8,
+                                 wire_dtype="f32", heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS) as p:
+                stages = p.plan()["stages"]
+                assert stages[1]["reported"]["backend"] == "cuda", stages[1]
+                s = p.session()
+                s.decode(prompt)
+                got = s.logits[0]
+        finally:
+            w.close()
+        assert np.all(np.isfinite(got))
+        assert np.linalg.norm(got - want) / np.linalg.norm(want) < 0.05
+
+
 def test_pipeline_arguments_are_checked_before_connecting(models):
     with strata.Model(models["llama-f32"][0]) as m:
         with pytest.raises(ValueError):

@@ -59,7 +59,12 @@ transport::StageConfigure configure(uint32_t begin, uint32_t end, uint32_t n_ctx
     return {begin, end, kv, n_ctx, 8};
 }
 
-pipeline::StageOptions stage_options() { return {2, kBudget}; }
+pipeline::StageOptions stage_options() {
+    pipeline::StageOptions o;
+    o.n_threads = 2;
+    o.memory_budget = kBudget;
+    return o;
+}
 
 transport::Tensor f32_tensor(const std::vector<float>& v, uint64_t rows, uint64_t cols) {
     transport::Tensor t{transport::DType::f32, {rows, cols}, std::vector<uint8_t>(v.size() * 4)};
@@ -164,6 +169,70 @@ TEST_CASE("head [0,a) + stages [a,b) and [b,n) give the logits of one context, b
         CHECK(t.dims == std::vector<uint64_t>{1, uint64_t(whole.n_vocab())});
         CHECK(floats_of(t) == ref);
     }
+}
+
+// A CPU context that counts the forwards it runs: stands in for a GPU context made by a factory.
+class CountingContext final : public exec::StageContext {
+public:
+    CountingContext(const gguf::ModelFile& f, const exec::ContextParams& p, int& forwards) : ctx_(f, p), forwards_(forwards) {}
+    const model::Hparams& hparams() const override { return ctx_.hparams(); }
+    const exec::MemoryPlan& plan() const override { return ctx_.plan(); }
+    int64_t n_ctx() const override { return ctx_.n_ctx(); }
+    int64_t n_past() const override { return ctx_.n_past(); }
+    int64_t n_vocab() const override { return ctx_.n_vocab(); }
+    int64_t n_embd() const override { return ctx_.n_embd(); }
+    int first_layer() const override { return ctx_.first_layer(); }
+    int last_layer() const override { return ctx_.last_layer(); }
+    bool is_first_stage() const override { return ctx_.is_first_stage(); }
+    bool is_last_stage() const override { return ctx_.is_last_stage(); }
+    int64_t hidden_in_width() const override { return ctx_.hidden_in_width(); }
+    int64_t hidden_out_width() const override { return ctx_.hidden_out_width(); }
+    int64_t output_floats(int64_t n, bool all) const override { return ctx_.output_floats(n, all); }
+    void forward_hidden(const float* in, int64_t n, float* out, bool all) override {
+        ++forwards_;
+        ctx_.forward_hidden(in, n, out, all);
+    }
+    void truncate(int64_t n_past) override { ctx_.truncate(n_past); }
+
+private:
+    exec::Context ctx_;
+    int& forwards_;
+};
+
+TEST_CASE("a stage runs its layers in the context StageOptions::make_context makes, with the stage's range") {
+    auto f = synth_model(test::test_seed());
+    int forwards = 0;
+    std::vector<std::pair<int, int>> ranges;
+    pipeline::StageOptions o = stage_options();
+    o.make_context = [&](const gguf::ModelFile& file, const exec::ContextParams& p) -> std::unique_ptr<exec::StageContext> {
+        ranges.emplace_back(p.first_layer, p.last_layer);
+        return std::make_unique<CountingContext>(file, p, forwards);
+    };
+    pipeline::Stage made(*f, configure(2, kLayers), o);
+    pipeline::Stage plain(*f, configure(2, kLayers), stage_options());
+    CHECK(ranges == std::vector<std::pair<int, int>>{{2, kLayers}});
+    CHECK(made.ready().total_bytes == plain.ready().total_bytes);
+
+    exec::Context head(*f, context_params(32, 0, 2));
+    const std::vector<int32_t> tokens{3, 14, 15, 92, 6};
+    std::vector<float> h(size_t(head.output_floats(int64_t(tokens.size()), false)));
+    head.decode(tokens, h.data());
+    const auto msg = forward_msg(0, ForwardOutput::logits_all, tokens, h, head.n_embd());
+    const auto a = made.forward(msg), b = plain.forward(msg);
+    CHECK(forwards == 1);
+    REQUIRE(std::holds_alternative<transport::Tensor>(a));
+    REQUIRE(std::holds_alternative<transport::Tensor>(b));
+    CHECK(floats_of(std::get<transport::Tensor>(a)) == floats_of(std::get<transport::Tensor>(b)));
+    CHECK(made.n_past() == int64_t(tokens.size()));
+
+    // A factory that cannot make its context (a GPU worker whose device went away) fails the stage
+    // with the factory's status and message.
+    o.make_context = [](const gguf::ModelFile&, const exec::ContextParams&) -> std::unique_ptr<exec::StageContext> {
+        fail(Status::unsupported, "no usable CUDA device: a test's reason");
+    };
+    std::string message;
+    CHECK(status_of([&] { pipeline::Stage s(*f, configure(2, kLayers), o); }, &message) == Status::unsupported);
+    CHECK(message.find("a test's reason") != std::string::npos);
 }
 
 TEST_CASE("ready() reports the stage's memory plan") {

@@ -69,7 +69,8 @@ pipeline::WorkerOptions worker_options() {
     pipeline::WorkerOptions o;
     o.listen = {"127.0.0.1", 0};
     o.key = bytes_of(kKey);
-    o.stage = {2, kBudget};
+    o.stage.n_threads = 2;
+    o.stage.memory_budget = kBudget;
     o.heartbeat = 200ms;
     o.peer_timeout = 5000ms;  // generous: the test machine is shared; the silence test lowers it
     o.handshake_timeout = 5000ms;
@@ -387,7 +388,10 @@ TEST_CASE("worker: query, configure, forward and sampling answer what a local St
     CHECK_FALSE(info.host.empty());
     CHECK(info.fixed_layer_end == 0);
 
-    pipeline::Stage local(*synth_model(), configure_msg(2, kLayers), {2, kBudget});
+    pipeline::StageOptions stage_options;
+    stage_options.n_threads = 2;
+    stage_options.memory_budget = kBudget;
+    pipeline::Stage local(*synth_model(), configure_msg(2, kLayers), stage_options);
     const auto& ready = as<StageReady>(c.request(configure_msg(2, kLayers)));
     CHECK(ready == local.ready());
     CHECK_FALSE(worker.wait_for_log({"configured", "layers [2, 5)", "total"}).empty());

@@ -265,6 +265,7 @@ class WorkerParams(ctypes.Structure):
         ("tls_cert_file", ctypes.c_char_p),
         ("tls_key_file", ctypes.c_char_p),
         ("tls_ca_file", ctypes.c_char_p),
+        ("device", ctypes.c_int32),
     ]
 
 

@@ -24,7 +24,7 @@ from . import _lib
 from ._handle import OwnedHandle
 from ._lib import check
 from .model import Model
-from .session import Session, _buffer_text, _kv_type_id
+from .session import Session, _buffer_text, _device_id, _kv_type_id
 
 PathLike = Union[str, "os.PathLike[str]"]
 Layers = Union[None, str, Sequence[Sequence[int]]]
@@ -240,6 +240,9 @@ class Worker(OwnedHandle):
     ``tls_cert_file`` / ``tls_key_file``: TLS on every connection with this certificate and key
     (PEM); ``tls_ca_file``: heads must present a certificate signed by this CA (mutual TLS).
 
+    ``device`` "cuda": the stages' layers run on the GPU (``memory_budget`` is then device
+    memory); StrataError (UNSUPPORTED) naming why when no GPU can be used.
+
     ``run()`` serves and blocks; ``start()`` runs it on a daemon thread; ``stop()`` (any thread)
     makes it return; ``close()`` stops, joins and frees.
     """
@@ -251,7 +254,8 @@ class Worker(OwnedHandle):
                  key_file: Optional[PathLike] = None, allow_no_key: bool = False, n_threads: int = 0,
                  memory_budget: int = 0, heartbeat_ms: int = 1000, peer_timeout_ms: int = 5000,
                  log: Optional[Callable[[str], Any]] = None, tls_cert_file: Optional[PathLike] = None,
-                 tls_key_file: Optional[PathLike] = None, tls_ca_file: Optional[PathLike] = None):
+                 tls_key_file: Optional[PathLike] = None, tls_ca_file: Optional[PathLike] = None,
+                 device: Union[str, int] = "cpu"):
         self._h: Optional[int] = None
         self._thread: Optional[threading.Thread] = None
         self._run_error: Optional[BaseException] = None
@@ -275,6 +279,7 @@ class Worker(OwnedHandle):
             p.memory_budget = int(memory_budget)
             p.heartbeat_ms = int(heartbeat_ms)
             p.peer_timeout_ms = int(peer_timeout_ms)
+            p.device = _device_id(device)
             self._c_tls = _tls_files(p, tls_cert_file, tls_key_file, tls_ca_file)
             self._log_fn = log
             if log is not None:

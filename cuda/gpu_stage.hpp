@@ -1,0 +1,25 @@
+// A pipeline stage's layers on the GPU (strata-worker --device cuda, strata_worker_params.device):
+// the StageContext of a GpuContext, and the device's free memory a worker advertises. No CUDA
+// types here: the C ABI includes this header.
+//
+// UNTESTED ON A GPU until a device check has run it (a worker with device CUDA serving a stage).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "exec/stage_context.hpp"
+
+namespace strata::cuda {
+
+// Error(unsupported) with the CUDA runtime's reason unless a CUDA device can be used.
+void require_usable_gpu();
+
+// Throws as GpuContext's constructor does (unsupported, out_of_memory, invalid_argument).
+std::unique_ptr<exec::StageContext> make_gpu_stage_context(const gguf::ModelFile& file,
+                                                           const exec::ContextParams& params);
+
+// The current device's free memory in bytes (cudaMemGetInfo); Error(unsupported) without one.
+uint64_t gpu_free_memory();
+
+}  // namespace strata::cuda
