@@ -14,8 +14,11 @@ void require_usable_gpu() {
 }
 
 std::unique_ptr<exec::StageContext> make_gpu_stage_context(const gguf::ModelFile& file,
-                                                           const exec::ContextParams& params) {
-    return std::make_unique<exec::StageContextOf<GpuContext>>(file, params);
+                                                           const exec::ContextParams& params,
+                                                           const std::function<void(uint64_t, uint64_t)>& progress) {
+    GpuOptions options;
+    options.progress = progress;
+    return std::make_unique<exec::StageContextOf<GpuContext>>(file, params, options);
 }
 
 uint64_t gpu_free_memory() {

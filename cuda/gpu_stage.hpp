@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "exec/stage_context.hpp"
@@ -16,8 +17,10 @@ namespace strata::cuda {
 void require_usable_gpu();
 
 // Throws as GpuContext's constructor does (unsupported, out_of_memory, invalid_argument).
+// progress: the weight upload (done_bytes, total_bytes); may be empty.
 std::unique_ptr<exec::StageContext> make_gpu_stage_context(const gguf::ModelFile& file,
-                                                           const exec::ContextParams& params);
+                                                           const exec::ContextParams& params,
+                                                           const std::function<void(uint64_t, uint64_t)>& progress);
 
 // The current device's free memory in bytes (cudaMemGetInfo); Error(unsupported) without one.
 uint64_t gpu_free_memory();

@@ -2,7 +2,7 @@
 # Builds, on a machine without a GPU, what a GPU machine needs to check the CUDA backend, and
 # gathers it in one folder for scripts/device-check.sh:
 #   build-device/   Release, -DSTRATA_CUDA=ON, CUDA architecture 90 (H100/H200; STRATA_CUDA_ARCH)
-#   out/device/     every strata_cuda_*_tests program, strata-bench, strata-mkmodel, strata-run,
+#   out/device/     every strata_cuda_*_tests program, strata-bench, strata-mkmodel, strata-run, strata-worker,
 #                   libstrata.so, device-check.sh and the non-system shared libraries they load
 #                   (ldd), stripped; its size is printed (it must stay under 60 MB)
 # Only those targets are built. The GPU machine needs its driver and nothing from here beyond

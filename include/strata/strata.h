@@ -130,7 +130,9 @@ STRATA_API int strata_tensor_type_supported(int type);
 
 typedef struct strata_model strata_model;
 
-/* Called while hashing shards: `what` names the file, done/total count bytes. */
+/* Called while hashing shards (`what` names the file) and while a CUDA session or a GPU worker's
+ * stage uploads weights (`what` is "upload weights"; on the worker's compute thread); done/total
+ * count bytes. */
 typedef void (*strata_progress_fn)(const char* what, uint64_t done, uint64_t total, void* user_data);
 
 typedef struct strata_model_params {
@@ -624,8 +626,10 @@ typedef struct strata_worker_params {
      * STRATA_DEVICE_CUDA each stage's layers run on the GPU as a CUDA session's do, memory_budget
      * is in device memory (0: the device's free memory, which is also what the worker
      * advertises), and strata_worker_create fails with STRATA_ERR_UNSUPPORTED, naming why, when
-     * the library has no CUDA backend or no GPU can be used. Appended after tls_ca_file: a
-     * smaller struct_size means the CPU. */
+     * the library has no CUDA backend or no GPU can be used. Each connection's stage uploads
+     * its own copy of its layers' weights (on the CPU they are shared, memory-mapped): a second
+     * head, or a reconnect before the old connection is gone, needs that memory again.
+     * Appended after tls_ca_file: a smaller struct_size means the CPU. */
     int32_t device;
 } strata_worker_params;
 

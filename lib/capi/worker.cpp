@@ -1,5 +1,6 @@
 // strata_worker_*: serving a layer range of a model to pipeline heads (what strata-worker runs).
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,19 +37,28 @@ std::vector<uint8_t> key_of(const strata_worker_params& p) {
 }
 
 // Where the worker's stages run. A GPU worker checks its device now, so that a machine without
-// one fails at start naming why, not at the first head's configure.
-void set_device(strata::pipeline::StageOptions& stage, int32_t device) {
+// one fails at start naming why, not at the first head's configure; each stage reports its weight
+// upload through the model's progress callback ("upload weights"), as a CUDA session does.
+void set_device(strata::pipeline::StageOptions& stage, int32_t device, const strata_model* model) {
     if (device == STRATA_DEVICE_CPU) return;
     if (device != STRATA_DEVICE_CUDA)
         fail(Status::invalid_argument,
              "device is " + std::to_string(device) + ", expected STRATA_DEVICE_CPU or STRATA_DEVICE_CUDA");
 #ifdef STRATA_HAVE_CUDA
     strata::cuda::require_usable_gpu();
-    stage.make_context = strata::cuda::make_gpu_stage_context;
+    std::function<void(uint64_t, uint64_t)> progress;
+    if (model->progress)
+        progress = [fn = model->progress, user = model->progress_user_data](uint64_t done, uint64_t total) {
+            fn("upload weights", done, total, user);
+        };
+    stage.make_context = [progress](const strata::gguf::ModelFile& file, const strata::exec::ContextParams& params) {
+        return strata::cuda::make_gpu_stage_context(file, params, progress);
+    };
     stage.backend = "cuda";
     stage.free_memory = strata::cuda::gpu_free_memory;
 #else
     (void)stage;
+    (void)model;
     fail(Status::unsupported, "STRATA_DEVICE_CUDA: this library was built without the CUDA backend");
 #endif
 }
@@ -67,7 +77,7 @@ strata::pipeline::WorkerOptions options_of(strata_model* model, const strata_wor
     if (p.n_threads < 0) fail(Status::invalid_argument, "n_threads must be >= 0 (0: every hardware thread)");
     o.stage.n_threads = p.n_threads;
     o.stage.memory_budget = p.memory_budget;
-    set_device(o.stage, p.device);
+    set_device(o.stage, p.device, model);
     if (p.heartbeat_ms <= 0) fail(Status::invalid_argument, "heartbeat_ms must be positive");
     if (p.peer_timeout_ms <= 0) fail(Status::invalid_argument, "peer_timeout_ms must be positive");
     o.heartbeat = strata::transport::Timeout(p.heartbeat_ms);

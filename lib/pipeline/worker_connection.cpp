@@ -294,7 +294,15 @@ Task<void> serve_connection(WorkerShared& shared, std::shared_ptr<PeerConnection
     std::string freed;
     if (peer->stage) {
         freed = " (sequence freed: " + size_text(peer->stage->ready().kv_bytes) + " of KV cache)";
-        peer->stage.reset();
+        // Freed on the compute thread, behind any job of this stage still queued: a GPU stage's
+        // cudaFree synchronizes the device, which must neither stall this io thread (every
+        // peer's heartbeats) nor land in the middle of another stage's kernels or graph capture.
+        std::function<Message()> job = [peer]() -> Message {
+            peer->stage.reset();
+            return transport::Done{};
+        };
+        auto operation = shared.compute.run(std::move(job));
+        co_await std::move(operation);
     }
     shared.log("closing " + peer->name + ": " + reason + freed);
 }

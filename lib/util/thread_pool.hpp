@@ -28,8 +28,9 @@ public:
     // Splits [0, n) into contiguous chunks (a few per thread; their bounds depend only on n and
     // size()) and calls fn(begin, end) once for each. Each thread runs its own share of the chunks
     // and then takes over the chunks the others have not started, so a worker the OS has
-    // descheduled (another process holds its core) costs at most the chunk it holds, not its share. fn must compute each element
-    // independently of the others in its range: which thread runs a chunk is not determined.
+    // descheduled (another process holds its core) costs at most the chunk it holds, not its
+    // share. fn must compute each element independently of the others in its range: which thread
+    // runs a chunk is not determined.
     // Returns when all are done. The first exception thrown by fn is rethrown here (the other
     // chunks still run). Not reentrant: one parallel_for at a time per pool (calls are serialized).
     void parallel_for(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);

@@ -175,6 +175,10 @@ def test_a_gpu_worker_serves_its_stage_or_says_why_not(models, workers):
     one CPU process (f16 prefill products: ~2% relative RMS, as test_session_device checks)."""
     name = "llama-iq1_s-3shards"  # head dim 64, IQ1_S: a model the GPU kernels take
     with strata.Model(models[name][0]) as m:
+        prompt = _prompt(m.vocab.n_vocab, 24, 9)
+        with m.session(n_ctx=N_CTX, n_threads=1) as local:
+            local.decode(prompt)
+            want = local.logits[0]
         try:
             w = strata.Worker(m, listen="127.0.0.1:0", device="cuda", heartbeat_ms=HEARTBEAT_MS,
                               peer_timeout_ms=PEER_TIMEOUT_MS)
@@ -182,10 +186,6 @@ def test_a_gpu_worker_serves_its_stage_or_says_why_not(models, workers):
             assert strata.Status(e.status) == strata.Status.UNSUPPORTED, e
             assert "CUDA" in e.message, e.message  # no backend, or the CUDA runtime's reason
             return
-        prompt = _prompt(m.vocab.n_vocab, 24, 9)
-        with m.session(n_ctx=N_CTX, n_threads=1) as local:
-            local.decode(prompt)
-            want = local.logits[0]
         try:
             w.start()
             addrs = [f"127.0.0.1:{w.port}", workers[name][1].address]
