@@ -172,30 +172,16 @@ TEST_CASE("head [0,a) + stages [a,b) and [b,n) give the logits of one context, b
 }
 
 // A CPU context that counts the forwards it runs: stands in for a GPU context made by a factory.
-class CountingContext final : public exec::StageContext {
+class CountingContext : public exec::Context {
 public:
-    CountingContext(const gguf::ModelFile& f, const exec::ContextParams& p, int& forwards) : ctx_(f, p), forwards_(forwards) {}
-    const model::Hparams& hparams() const override { return ctx_.hparams(); }
-    const exec::MemoryPlan& plan() const override { return ctx_.plan(); }
-    int64_t n_ctx() const override { return ctx_.n_ctx(); }
-    int64_t n_past() const override { return ctx_.n_past(); }
-    int64_t n_vocab() const override { return ctx_.n_vocab(); }
-    int64_t n_embd() const override { return ctx_.n_embd(); }
-    int first_layer() const override { return ctx_.first_layer(); }
-    int last_layer() const override { return ctx_.last_layer(); }
-    bool is_first_stage() const override { return ctx_.is_first_stage(); }
-    bool is_last_stage() const override { return ctx_.is_last_stage(); }
-    int64_t hidden_in_width() const override { return ctx_.hidden_in_width(); }
-    int64_t hidden_out_width() const override { return ctx_.hidden_out_width(); }
-    int64_t output_floats(int64_t n, bool all) const override { return ctx_.output_floats(n, all); }
-    void forward_hidden(const float* in, int64_t n, float* out, bool all) override {
+    CountingContext(const gguf::ModelFile& f, const exec::ContextParams& p, int& forwards)
+        : exec::Context(f, p), forwards_(forwards) {}
+    void forward_hidden(const float* in, int64_t n, float* out, bool all) {
         ++forwards_;
-        ctx_.forward_hidden(in, n, out, all);
+        exec::Context::forward_hidden(in, n, out, all);
     }
-    void truncate(int64_t n_past) override { ctx_.truncate(n_past); }
 
 private:
-    exec::Context ctx_;
     int& forwards_;
 };
 
@@ -206,7 +192,7 @@ TEST_CASE("a stage runs its layers in the context StageOptions::make_context mak
     pipeline::StageOptions o = stage_options();
     o.make_context = [&](const gguf::ModelFile& file, const exec::ContextParams& p) -> std::unique_ptr<exec::StageContext> {
         ranges.emplace_back(p.first_layer, p.last_layer);
-        return std::make_unique<CountingContext>(file, p, forwards);
+        return std::make_unique<exec::StageContextOf<CountingContext>>(file, p, forwards);
     };
     pipeline::Stage made(*f, configure(2, kLayers), o);
     pipeline::Stage plain(*f, configure(2, kLayers), stage_options());
