@@ -24,6 +24,7 @@
 #include "bench_run.hpp"
 #include "bench_stats.hpp"
 #include "cli_args.hpp"
+#include "cli_progress.hpp"
 #include "report_sections.hpp"
 #include "strata/strata.hpp"
 
@@ -149,7 +150,11 @@ json length_element(const Options& o, int64_t prompt_n, const json& runs) {
 }
 
 int run(const Options& o) {
-    strata::model m(o.model);
+    cli::ProgressLines progress("strata-bench");  // hashing every shard for the report, a GPU upload
+    strata::model::params model_params;
+    model_params.progress = cli::ProgressLines::report;
+    model_params.progress_user_data = &progress;
+    strata::model m(o.model, model_params);
     std::optional<strata::pipeline> pipe;
     std::optional<strata::session> session;
     report_sections::Deployment deployment =

@@ -20,6 +20,7 @@
 #include "eval_attempt.hpp"
 #include "eval_suite.hpp"
 #include "cli_args.hpp"
+#include "cli_progress.hpp"
 #include "report_sections.hpp"
 #include "strata/strata.hpp"
 
@@ -124,7 +125,11 @@ void progress(const TaskState& st, const json& a) {
 
 int run(const Options& o) {
     const std::vector<eval::Task> tasks = eval::load_suite(o.suite);
-    strata::model m(o.model);
+    cli::ProgressLines hashing("strata-eval");  // hashing every shard for the report, a GPU upload
+    strata::model::params model_params;
+    model_params.progress = cli::ProgressLines::report;
+    model_params.progress_user_data = &hashing;
+    strata::model m(o.model, model_params);
     std::optional<strata::pipeline> pipe;
     std::optional<strata::session> session;
     const report_sections::Deployment deployment =

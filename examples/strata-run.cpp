@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli_args.hpp"
+#include "cli_progress.hpp"
 #include "strata/strata.hpp"
 
 namespace {
@@ -145,7 +146,11 @@ void write_report(const std::string& path, const strata_generate_result& r, cons
 int main(int argc, char** argv) {
     const Options o = cli::parse_or_exit("strata-run", kUsage, [&] { return parse_args(argc, argv); });
     try {
-        strata::model m(o.paths);
+        cli::ProgressLines progress("strata-run");  // hashing (a pipeline's identity), a GPU upload
+        strata::model::params model_params;
+        model_params.progress = cli::ProgressLines::report;
+        model_params.progress_user_data = &progress;
+        strata::model m(o.paths, model_params);
         std::optional<strata::pipeline> pipe;
         if (!o.pipeline.workers.empty()) {
             strata::pipeline_params p = o.pipeline;

@@ -11,12 +11,10 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -24,6 +22,7 @@
 #include <vector>
 
 #include "cli_args.hpp"
+#include "cli_progress.hpp"
 #include "strata/strata.h"
 
 namespace {
@@ -132,30 +131,6 @@ Options parse_args(int argc, char** argv) {
     return o;
 }
 
-// Progress on stderr, one line at each tenth of the way: hashing each shard for the model identity
-// (hours of silence otherwise on a 100 GB shard) and a GPU stage's weight upload.
-struct ProgressPrinter {
-    std::mutex mutex;
-    std::string what;
-    int tenths = -1;
-};
-
-void print_progress(const char* what, uint64_t done, uint64_t total, void* user_data) {
-    auto& p = *static_cast<ProgressPrinter*>(user_data);
-    std::lock_guard lock(p.mutex);
-    const std::string name = what ? what : "?";
-    if (name != p.what) {
-        p.what = name;
-        p.tenths = -1;
-    }
-    const int tenths = total ? int(std::min<uint64_t>(done, total) * 10 / total) : 10;
-    if (tenths <= p.tenths) return;
-    p.tenths = tenths;
-    const bool upload = name == "upload weights";
-    std::fprintf(stderr, "strata-worker: %s%s: %d%% (%.2f of %.2f GB)\n", upload ? "" : "hashing ", name.c_str(),
-                 tenths * 10, double(done) / 1e9, double(total) / 1e9);
-}
-
 // "HOST" of "HOST:PORT" ("[::1]" of "[::1]:7001").
 std::string host_of(const std::string& listen) { return listen.substr(0, listen.rfind(':')); }
 
@@ -175,10 +150,10 @@ int main(int argc, char** argv) {
     std::vector<const char*> paths;
     for (const auto& s : o.shards) paths.push_back(s.c_str());
     strata_model* model = nullptr;
-    ProgressPrinter progress;
+    cli::ProgressLines progress("strata-worker");  // hashing for the identity, a GPU stage's upload
     strata_model_params model_params;
     strata_model_default_params(&model_params);
-    model_params.progress = print_progress;
+    model_params.progress = cli::ProgressLines::report;
     model_params.progress_user_data = &progress;
     if (strata_model_open(paths.data(), paths.size(), &model_params, &model) != STRATA_OK)
         library_error("cannot open the model");
