@@ -22,6 +22,12 @@ std::unique_ptr<exec::StageContext> make_gpu_stage_context(const gguf::ModelFile
                                                            const exec::ContextParams& params,
                                                            const std::function<void(uint64_t, uint64_t)>& progress);
 
+// The device bytes a GPU stage over params' layer range keeps beside its layers' weights, cache
+// and state: the activations of one micro-batch, workspaces, RoPE tables and attention scratch at
+// n_ctx (params: layer range, n_ctx, n_batch, kv_type). Host arithmetic, the device plan's: no
+// GPU needed. Throws what the device plan throws for a model the GPU cannot run.
+uint64_t gpu_stage_scratch_bytes(const gguf::ModelFile& file, const exec::ContextParams& params);
+
 // The current device's free memory in bytes (cudaMemGetInfo); Error(unsupported) without one.
 uint64_t gpu_free_memory();
 

@@ -14,6 +14,9 @@
 #include "pipeline/head.hpp"
 #include "pipeline/identity.hpp"
 #endif
+#if STRATA_HAS_PIPELINE && defined(STRATA_HAVE_CUDA)
+#include "gpu_stage.hpp"
+#endif
 
 using strata::Status;
 using strata::fail;
@@ -70,6 +73,9 @@ strata::transport::Timeout positive_ms(int32_t ms, const char* name) {
 
 strata::pipeline::HeadOptions head_options(const strata_pipeline_params& p) {
     strata::pipeline::HeadOptions o;
+#ifdef STRATA_HAVE_CUDA
+    o.gpu_stage_scratch_bytes = strata::cuda::gpu_stage_scratch_bytes;  // plans GPU workers' layers
+#endif
     if (p.n_workers == 0) fail(Status::invalid_argument, "a pipeline needs at least one worker (n_workers is 0)");
     require(p.workers, "workers");
     for (size_t i = 0; i < p.n_workers; ++i) {

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "gguf/model_file.hpp"
@@ -412,9 +413,36 @@ struct Head::Impl {
         const LayerCosts costs = layer_costs(*file, n_ctx, options.context.kv_type);
         std::vector<uint64_t> capacity{options.context.memory_budget ? options.context.memory_budget
                                                                      : exec::available_memory_bytes()};
-        for (const auto& link : links) capacity.push_back(link->info.available_memory);
         planned_by = "memory (each stage's reported free memory)";
+        std::optional<uint64_t> gpu_scratch;
+        for (const auto& link : links) {
+            uint64_t free_bytes = link->info.available_memory;
+            if (link->info.backend == "cuda" && options.gpu_stage_scratch_bytes) {
+                if (!gpu_scratch) gpu_scratch = gpu_stage_scratch(n_layers, n_ctx);
+                free_bytes = gpu_stage_capacity(free_bytes, *gpu_scratch);
+                planned_by = "memory (each stage's reported free memory; GPU stages less " +
+                             std::to_string(*gpu_scratch) + " bytes of device scratch)";
+            }
+            capacity.push_back(free_bytes);
+        }
         return plan_by_memory(costs, capacity);
+    }
+
+    // The device scratch of a GPU stage over every layer a worker could get (an upper bound: the
+    // scratch grows with the kinds of layer a range holds). 0 when the GPU cannot run the model:
+    // the worker's configure then says why.
+    uint64_t gpu_stage_scratch(int n_layers, int64_t n_ctx) const {
+        exec::ContextParams cp;
+        cp.first_layer = 1;
+        cp.last_layer = n_layers;
+        cp.n_ctx = n_ctx;
+        cp.n_batch = options.n_batch;
+        cp.kv_type = options.context.kv_type;
+        try {
+            return options.gpu_stage_scratch_bytes(*file, cp);
+        } catch (const Error&) {
+            return 0;
+        }
     }
 
     void check_usable() const {

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,10 @@ struct HeadOptions {
     // the address dialed); cert_file and key_file are the head's, for workers that require one.
     // A refused certificate or TLS handshake is Error(refused) naming the stage.
     transport::TlsOptions tls;
+    // The device scratch of a GPU stage (cuda::gpu_stage_scratch_bytes) for these params (layer
+    // range, n_ctx, n_batch, kv_type): planning from memory takes it off the free memory of each
+    // worker whose backend is "cuda". Empty (a library without CUDA): planned as CPU workers are.
+    std::function<uint64_t(const gguf::ModelFile&, const exec::ContextParams&)> gpu_stage_scratch_bytes;
 };
 
 class Head final : public exec::Sequence {

@@ -118,6 +118,11 @@ LayerCosts layer_costs(const gguf::ModelFile& file, int64_t n_ctx, exec::KvType 
     return c;
 }
 
+uint64_t gpu_stage_capacity(uint64_t free_bytes, uint64_t scratch_bytes) {
+    if (free_bytes == 0) return 0;
+    return free_bytes > scratch_bytes ? free_bytes - scratch_bytes : 1;
+}
+
 std::vector<LayerRange> plan_by_memory(const LayerCosts& costs, const std::vector<uint64_t>& capacity) {
     const int n_layers = int(costs.layer_bytes.size());
     const size_t n = capacity.size();

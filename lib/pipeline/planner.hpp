@@ -46,6 +46,13 @@ LayerCosts weight_costs(const gguf::ModelFile& file);
 // weight_costs plus each layer's KV cache for n_ctx positions.
 LayerCosts layer_costs(const gguf::ModelFile& file, int64_t n_ctx, exec::KvType kv_type);
 
+// What a GPU stage's layers may use of the free device memory it reports: that less the device
+// scratch every GPU stage keeps beside its layers (activations of a micro-batch, workspaces, RoPE
+// tables and attention scratch for the context), which the per-layer costs leave out. 1 byte when
+// the scratch alone does not fit, so that the planner moves the layers elsewhere or refuses;
+// unknown (0) stays unknown.
+uint64_t gpu_stage_capacity(uint64_t free_bytes, uint64_t scratch_bytes);
+
 // A plan for stages with these capacities (bytes each may use; 0 capacity = unknown, treated
 // as unlimited): layers in proportion to capacity, then moved off any stage that would not
 // fit. Throws out_of_memory naming the stage and the bytes when no plan fits.

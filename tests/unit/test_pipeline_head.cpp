@@ -6,6 +6,7 @@
 #if STRATA_TRANSPORT_HAS_TCP
 
 #include <chrono>
+#include <functional>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -41,7 +42,8 @@ strata::transport::Digest identity() {
 // A worker serving on 127.0.0.1 from its own thread until destroyed.
 class RunningWorker {
 public:
-    RunningWorker(std::shared_ptr<const strata::gguf::ModelFile> file, uint16_t port = 0) {
+    RunningWorker(std::shared_ptr<const strata::gguf::ModelFile> file, uint16_t port = 0,
+                  const std::function<void(WorkerOptions&)>& adjust = {}) {
         WorkerOptions o;
         o.listen = {"127.0.0.1", port};
         o.model_identity = kIdentityHex;
@@ -49,6 +51,7 @@ public:
         o.heartbeat = 100ms;
         o.peer_timeout = 2000ms;
         o.log = [](const std::string&) {};
+        if (adjust) adjust(o);
         worker_ = std::make_unique<Worker>(std::move(file), o);
         worker_->bind();
         port_ = worker_->port();
@@ -303,6 +306,48 @@ TEST_CASE("pipeline head: a worker whose recurrent (KDA) layers differ from the 
     CHECK(plan["stages"][0]["recurrent_layers"] == nlohmann::json::array({0}));
     CHECK(plan["stages"][1]["recurrent_layers"] == nlohmann::json::array({1}));
     CHECK(plan["stages"][1]["reported"]["recurrent_layers"] == nlohmann::json::array({1}));
+}
+
+TEST_CASE("pipeline head: planning from memory takes a GPU worker's device scratch off its free memory") {
+    // Three stages reporting the same free memory; the last worker says its backend is "cuda" (its
+    // layers still run on the CPU here: only the planning is under test).
+    int64_t n_vocab = 0;
+    const auto file = synth_llama(6, 64, strata::test::test_seed(), &n_vocab);
+    constexpr uint64_t kFree = uint64_t(1) << 30;
+    auto reports = [](const char* backend) {
+        return [backend](WorkerOptions& o) {
+            o.stage.memory_budget = kFree;
+            o.stage.backend = backend;
+        };
+    };
+    RunningWorker cpu(file, 0, reports("cpu")), gpu(file, 0, reports("cuda"));
+    auto options = head_options({cpu.port(), gpu.port()}, {}, 8);
+    options.context.memory_budget = kFree;
+    auto ranges = [&](const HeadOptions& o, std::string* planned_by) {
+        Head head(file, identity(), o, greedy());
+        const auto plan = nlohmann::json::parse(head.plan_json());
+        *planned_by = plan["planned_by"].get<std::string>();
+        std::vector<std::pair<int, int>> r;
+        for (const auto& stage : plan["stages"]) r.emplace_back(stage["layers"][0].get<int>(), stage["layers"][1].get<int>());
+        return r;
+    };
+    std::string planned_by;
+    // Without the device plan (a library without CUDA) the three split evenly.
+    CHECK(ranges(options, &planned_by) == std::vector<std::pair<int, int>>{{0, 2}, {2, 4}, {4, 6}});
+    CHECK(planned_by.find("GPU") == std::string::npos);
+    // With it, the GPU stage keeps half its memory for scratch: it gets half the others' share.
+    std::vector<strata::exec::ContextParams> asked;
+    options.gpu_stage_scratch_bytes = [&](const strata::gguf::ModelFile&, const strata::exec::ContextParams& p) {
+        asked.push_back(p);
+        return kFree / 2;
+    };
+    CHECK(ranges(options, &planned_by) == std::vector<std::pair<int, int>>{{0, 3}, {3, 5}, {5, 6}});
+    CHECK(planned_by.find("GPU stages less " + std::to_string(kFree / 2) + " bytes") != std::string::npos);
+    REQUIRE(asked.size() == 1);  // once per plan, for every layer a worker could get
+    CHECK(asked[0].first_layer == 1);
+    CHECK(asked[0].last_layer == 6);
+    CHECK(asked[0].n_ctx == 96);
+    CHECK(asked[0].n_batch == 8);
 }
 
 #endif  // STRATA_TRANSPORT_HAS_TCP

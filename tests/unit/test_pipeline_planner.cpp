@@ -71,6 +71,14 @@ TEST_CASE("pipeline planner: equal capacities split evenly, unequal ones proport
     }
 }
 
+TEST_CASE("pipeline planner: a GPU stage's capacity is its free memory less its device scratch") {
+    CHECK(strata::pipeline::gpu_stage_capacity(10'000, 3'000) == 7'000);
+    CHECK(strata::pipeline::gpu_stage_capacity(3'000, 3'000) == 1);  // nothing left: move layers away
+    CHECK(strata::pipeline::gpu_stage_capacity(2'000, 3'000) == 1);
+    CHECK(strata::pipeline::gpu_stage_capacity(0, 3'000) == 0);  // unknown stays unknown
+    CHECK(strata::pipeline::gpu_stage_capacity(5'000, 0) == 5'000);
+}
+
 TEST_CASE("pipeline planner: a stage too small moves layers to its neighbours, or the plan is refused") {
     LayerCosts costs;
     costs.layer_bytes.assign(12, 1000);
