@@ -150,3 +150,27 @@ def test_mkmodel_bpe_and_spm_models_tokenize_round_trip_and_generate(tmp_path, a
             with m.session(n_ctx=128, temperature=0.0) as s:
                 pieces = list(s.generate(text, max_tokens=4, stop_at_end_of_generation=False))
                 assert s.n_past == len(m.tokenize(text)) + 4, pieces
+
+
+def test_worker_refuses_bad_arguments_with_status_2_and_a_device_it_cannot_use_naming_why(split_model):
+    bad = [
+        (["--device", "tpu"], "--device must be cpu or cuda"),
+        (["--layers", "3:1"], "--layers A:B needs A < B"),
+        (["--threads", "-1"], "--threads"),
+    ]
+    for extra, named in bad:
+        r = _run(tool("strata-worker"), "--listen", "127.0.0.1:0", "--model", split_model[0], *extra, check=False)
+        assert r.returncode == 2 and named in r.stderr, (extra, r.returncode, r.stderr)
+    r = _run(tool("strata-worker"), "--model", split_model[0], check=False)
+    assert r.returncode == 2 and "--listen" in r.stderr, r.stderr
+    # --device cuda: refused at start, naming why, where no GPU can be used; with one it serves.
+    proc = subprocess.Popen([str(tool("strata-worker")), "--device", "cuda", "--listen", "127.0.0.1:0", "--model",
+                             str(split_model[0])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # still serving: a usable GPU
+        proc.kill()
+        out, err = proc.communicate()
+        assert out.startswith("listening on "), (out, err)
+        return
+    assert proc.returncode == 1 and "CUDA" in err and "listening" not in out, (proc.returncode, out, err)
