@@ -145,9 +145,14 @@ def test_the_f16_latent_cache_and_the_legacy_kv_b_form(tmp_path, seed):
     path = write_kimi_model(tmp_path / "m.gguf", seed)[0]
     legacy = write_kimi_model(tmp_path / "legacy.gguf", seed, legacy_kv_b=True)[0]
     toks = np.random.default_rng(seed).integers(0, 300, 12)
-    want = ReferenceKimi(path).full(toks)
+    exact = ReferenceKimi(path)
+    want = exact.full(toks)
     assert np.max(np.abs(ReferenceKimi(legacy).full(toks) - want)) < 1e-10
-    f16 = ReferenceKimi(path, kv_round="f16").full(toks)
+    # f16 rounding of the cache moves the logits a little; a router near a tie may also pick other
+    # experts (one seed moved a logit by 1.86 that way), so the f16 run keeps the exact run's choices
+    rounded = ReferenceKimi(path, kv_round="f16")
+    rounded.force.update({key: chosen for key, (_margin, chosen, _alt) in exact.events.items()})
+    f16 = rounded.full(toks)
     diff = np.max(np.abs(f16 - want))
     assert 0 < diff < 0.02, f"seed {seed}: {diff}"
 
