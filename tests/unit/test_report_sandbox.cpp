@@ -64,7 +64,10 @@ TEST_CASE("report sandbox: an infinite loop is stopped by the CPU limit and reco
     CHECK_FALSE(r.timed_out);
     CHECK(r.cpu_limit_hit);
     CHECK((r.term_signal == SIGXCPU || r.term_signal == SIGKILL));
-    CHECK(r.cpu_s >= 0.9);
+    // The loop ran for most of its 1 s limit. Not "at least 0.9 s": the user+system time wait4
+    // reports came out at 0.898 s once, under a CI run with both cores of a VM busy, although the
+    // kernel had stopped the loop at its CPU limit.
+    CHECK(r.cpu_s >= 0.5);
     CHECK(r.outcome.find("CPU limit") != std::string::npos);
 }
 
