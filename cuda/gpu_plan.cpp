@@ -89,4 +89,11 @@ DeviceStagePlan device_stage_plan(const model::Hparams& hp, const model::ModelWe
     return s;
 }
 
+exec::PlanInputs device_stage_plan_inputs(const gguf::ModelFile& file, const model::Hparams& hp,
+                                          const exec::ContextParams& params) {
+    check_device_params(hp, params);  // before binding: a model the GPU cannot run
+    const int last = params.last_layer < 0 ? int(hp.n_layer) : params.last_layer;
+    return device_stage_plan_inputs(hp, model::bind_weights(file, hp, params.first_layer, last), params);
+}
+
 }  // namespace strata::cuda

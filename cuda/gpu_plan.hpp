@@ -45,6 +45,11 @@ inline exec::PlanInputs device_stage_plan_inputs(const model::Hparams& hp, const
     return device_stage_plan(hp, w, params).inputs;
 }
 
+// The same from the file, for a plan made before any context exists (strata_model_plan_json, a
+// pipeline head sizing GPU workers): check_device_params first, then the stage's weights bound.
+exec::PlanInputs device_stage_plan_inputs(const gguf::ModelFile& file, const model::Hparams& hp,
+                                          const exec::ContextParams& params);
+
 // The one-token device MoE's workspace: routing scratch, then the Q8_K activations of the expert
 // input and of the activated expert rows. A carver over a null base measures.
 void carve_moe_workspace(Carver& c, const model::Hparams& hp, void*& route_ws, void*& act_in, void*& act_h);

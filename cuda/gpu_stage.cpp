@@ -7,7 +7,6 @@
 #include "gpu_context.hpp"
 #include "gpu_plan.hpp"
 #include "model/hparams.hpp"
-#include "model/weights.hpp"
 #include "util/error.hpp"
 
 namespace strata::cuda {
@@ -25,10 +24,7 @@ std::unique_ptr<exec::StageContext> make_gpu_stage_context(const gguf::ModelFile
 }
 
 uint64_t gpu_stage_scratch_bytes(const gguf::ModelFile& file, const exec::ContextParams& params) {
-    const model::Hparams hp = model::read_hparams(file);
-    check_device_params(hp, params);  // before binding: a model the GPU cannot run
-    const exec::PlanInputs in = device_stage_plan_inputs(hp, model::bind_weights(file, hp, params.first_layer,
-                                                                                 params.last_layer), params);
+    const exec::PlanInputs in = device_stage_plan_inputs(file, model::read_hparams(file), params);
     return in.scratch_fixed_bytes + in.scratch_bytes_per_position * uint64_t(in.n_ctx);
 }
 

@@ -151,10 +151,7 @@ json length_element(const Options& o, int64_t prompt_n, const json& runs) {
 
 int run(const Options& o) {
     cli::ProgressLines progress("strata-bench");  // hashing every shard for the report, a GPU upload
-    strata::model::params model_params;
-    model_params.progress = cli::ProgressLines::report;
-    model_params.progress_user_data = &progress;
-    strata::model m(o.model, model_params);
+    strata::model m(o.model, progress.model_params());
     std::optional<strata::pipeline> pipe;
     std::optional<strata::session> session;
     report_sections::Deployment deployment =

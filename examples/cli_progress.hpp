@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "strata/strata.h"
+#include "strata/strata.hpp"
 
 namespace cli {
 
@@ -21,6 +21,14 @@ public:
     // A strata_progress_fn: pass ProgressLines::report with this object as the user data.
     static void report(const char* what, uint64_t done, uint64_t total, void* self) {
         static_cast<ProgressLines*>(self)->line(what ? what : "?", done, total);
+    }
+
+    // Model-opening parameters that report through this object (which must outlive the model).
+    strata::model::params model_params() {
+        strata::model::params p;
+        p.progress = report;
+        p.progress_user_data = this;
+        return p;
     }
 
 private:

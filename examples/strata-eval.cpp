@@ -126,10 +126,7 @@ void progress(const TaskState& st, const json& a) {
 int run(const Options& o) {
     const std::vector<eval::Task> tasks = eval::load_suite(o.suite);
     cli::ProgressLines hashing("strata-eval");  // hashing every shard for the report, a GPU upload
-    strata::model::params model_params;
-    model_params.progress = cli::ProgressLines::report;
-    model_params.progress_user_data = &hashing;
-    strata::model m(o.model, model_params);
+    strata::model m(o.model, hashing.model_params());
     std::optional<strata::pipeline> pipe;
     std::optional<strata::session> session;
     const report_sections::Deployment deployment =

@@ -147,10 +147,7 @@ int main(int argc, char** argv) {
     const Options o = cli::parse_or_exit("strata-run", kUsage, [&] { return parse_args(argc, argv); });
     try {
         cli::ProgressLines progress("strata-run");  // hashing (a pipeline's identity), a GPU upload
-        strata::model::params model_params;
-        model_params.progress = cli::ProgressLines::report;
-        model_params.progress_user_data = &progress;
-        strata::model m(o.paths, model_params);
+        strata::model m(o.paths, progress.model_params());
         std::optional<strata::pipeline> pipe;
         if (!o.pipeline.workers.empty()) {
             strata::pipeline_params p = o.pipeline;

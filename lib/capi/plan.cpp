@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/device.hpp"
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
 #include "exec/stage_memory.hpp"
@@ -18,7 +19,6 @@
 #include "util/checked.hpp"
 #ifdef STRATA_HAVE_CUDA
 #include "gpu_plan.hpp"
-#include "model/weights.hpp"
 #endif
 
 using strata::Status;
@@ -67,8 +67,7 @@ strata::exec::PlanInputs device_stage_inputs(const strata::gguf::ModelFile& file
     cp.kv_type = kv_type;
     cp.first_layer = first;
     cp.last_layer = last;
-    strata::cuda::check_device_params(hp, cp);  // before binding: a model the GPU cannot run
-    return strata::cuda::device_stage_plan_inputs(hp, strata::model::bind_weights(file, hp, first, last), cp);
+    return strata::cuda::device_stage_plan_inputs(file, hp, cp);
 #else
     (void)file;
     (void)hp;
@@ -76,7 +75,7 @@ strata::exec::PlanInputs device_stage_inputs(const strata::gguf::ModelFile& file
     (void)kv_type;
     (void)first;
     (void)last;
-    fail(Status::unsupported, "STRATA_DEVICE_CUDA: this library was built without the CUDA backend");
+    strata::capi::no_cuda_backend();
 #endif
 }
 
@@ -93,9 +92,7 @@ std::string plan_json(const strata::gguf::ModelFile& file, const strata_plan_par
     if (p.kv_type != STRATA_KV_F16 && p.kv_type != STRATA_KV_Q8_0)
         fail(Status::invalid_argument,
              "kv_type is " + std::to_string(p.kv_type) + ", expected STRATA_KV_F16 or STRATA_KV_Q8_0");
-    if (p.device != STRATA_DEVICE_CPU && p.device != STRATA_DEVICE_CUDA)
-        fail(Status::invalid_argument,
-             "device is " + std::to_string(p.device) + ", expected STRATA_DEVICE_CPU or STRATA_DEVICE_CUDA");
+    strata::capi::check_device(p.device);
     const bool cuda = p.device == STRATA_DEVICE_CUDA;
     const exec::KvType kv_type = p.kv_type == STRATA_KV_Q8_0 ? exec::KvType::q8_0 : exec::KvType::f16;
     const strata::model::Hparams hp = strata::model::read_hparams(file);

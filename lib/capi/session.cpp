@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/device.hpp"
 #include "capi/guard.hpp"
 #include "capi/session.hpp"
 #include "capi/handles.hpp"
@@ -55,16 +56,12 @@ void decode(strata_session& s, const int32_t* tokens, size_t n_tokens, bool all_
 // A sequence on the GPU, reporting the weight upload through the model's progress callback.
 std::unique_ptr<strata::exec::Sequence> gpu_sequence(const strata_model& model, const strata::exec::ContextParams& cp) {
 #ifdef STRATA_HAVE_CUDA
-    std::function<void(uint64_t, uint64_t)> progress;
-    if (model.progress)
-        progress = [fn = model.progress, user = model.progress_user_data](uint64_t done, uint64_t total) {
-            fn("upload weights", done, total, user);
-        };
-    return strata::cuda::make_gpu_sequence(*model.file, cp, default_sampler_params(), progress);
+    return strata::cuda::make_gpu_sequence(*model.file, cp, default_sampler_params(),
+                                           strata::capi::upload_progress(model));
 #else
     (void)model;
     (void)cp;
-    fail(Status::unsupported, "STRATA_DEVICE_CUDA: this library was built without the CUDA backend");
+    strata::capi::no_cuda_backend();
 #endif
 }
 
@@ -119,9 +116,7 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     // `device` was appended after the first release: shorter structs run on the CPU.
     const strata_session_params p = strata::capi::params_or_default(params, strata_session_default_params,
                                                                     offsetof(strata_session_params, device));
-    if (p.device != STRATA_DEVICE_CPU && p.device != STRATA_DEVICE_CUDA)
-        fail(Status::invalid_argument,
-             "device is " + std::to_string(p.device) + ", expected STRATA_DEVICE_CPU or STRATA_DEVICE_CUDA");
+    strata::capi::check_device(p.device);
     if (p.n_ctx < 0) fail(Status::invalid_argument, "n_ctx is " + std::to_string(p.n_ctx) + ", expected 0 or more");
     if (p.n_threads < 0)
         fail(Status::invalid_argument, "n_threads is " + std::to_string(p.n_threads) + ", expected 0 or more");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "capi/device.hpp"
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
 #include "capi/key.hpp"
@@ -40,18 +41,12 @@ std::vector<uint8_t> key_of(const strata_worker_params& p) {
 // one fails at start naming why, not at the first head's configure; each stage reports its weight
 // upload through the model's progress callback ("upload weights"), as a CUDA session does.
 void set_device(strata::pipeline::StageOptions& stage, int32_t device, const strata_model* model) {
+    strata::capi::check_device(device);
     if (device == STRATA_DEVICE_CPU) return;
-    if (device != STRATA_DEVICE_CUDA)
-        fail(Status::invalid_argument,
-             "device is " + std::to_string(device) + ", expected STRATA_DEVICE_CPU or STRATA_DEVICE_CUDA");
 #ifdef STRATA_HAVE_CUDA
     strata::cuda::require_usable_gpu();
-    std::function<void(uint64_t, uint64_t)> progress;
-    if (model->progress)
-        progress = [fn = model->progress, user = model->progress_user_data](uint64_t done, uint64_t total) {
-            fn("upload weights", done, total, user);
-        };
-    stage.make_context = [progress](const strata::gguf::ModelFile& file, const strata::exec::ContextParams& params) {
+    stage.make_context = [progress = strata::capi::upload_progress(*model)](const strata::gguf::ModelFile& file,
+                                                                            const strata::exec::ContextParams& params) {
         return strata::cuda::make_gpu_stage_context(file, params, progress);
     };
     stage.backend = "cuda";
@@ -59,7 +54,7 @@ void set_device(strata::pipeline::StageOptions& stage, int32_t device, const str
 #else
     (void)stage;
     (void)model;
-    fail(Status::unsupported, "STRATA_DEVICE_CUDA: this library was built without the CUDA backend");
+    strata::capi::no_cuda_backend();
 #endif
 }
 
