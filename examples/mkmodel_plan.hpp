@@ -43,9 +43,11 @@ struct TensorSpec {
 // The row length (ne[0]) a block-quantized type needs a multiple of; 1 for float types.
 inline int64_t block_size(int type) {
     switch (type) {
-        case STRATA_TYPE_IQ1_S: return 256;
-        case STRATA_TYPE_Q8_0: return 32;
-        default: return 1;
+        case STRATA_TYPE_F32: case STRATA_TYPE_F16: case STRATA_TYPE_BF16: return 1;
+        case STRATA_TYPE_Q4_0: case STRATA_TYPE_Q4_1: case STRATA_TYPE_Q5_0: case STRATA_TYPE_Q5_1:
+        case STRATA_TYPE_Q8_0: case STRATA_TYPE_IQ4_NL: case STRATA_TYPE_MXFP4: return 32;
+        case STRATA_TYPE_Q1_0: return 128;
+        default: return 256;  // the K-quants, IQ and ternary types
     }
 }
 

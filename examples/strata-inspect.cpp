@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <iostream>
 #include <sstream>
@@ -184,6 +185,29 @@ void write_npy(const std::string& path, const std::vector<float>& values, std::v
     if (!out) throw std::runtime_error(path + ": write failed");
 }
 
+// Per-type tensor counts, bytes and elements, as llama.cpp's loader prints them ("type iq1_m: 58
+// tensors"), ordered by type name; and the file's totals.
+struct TypeCount {
+    uint64_t count = 0, bytes = 0, elements = 0;
+};
+struct TypeSummary {
+    std::map<std::string, TypeCount> by_type;
+    uint64_t bytes = 0, elements = 0;
+};
+TypeSummary summarize_types(strata::model& m) {
+    TypeSummary s;
+    for (const auto& t : m.tensors()) {
+        TypeCount& c = s.by_type[t.type_name()];
+        c.count += 1;
+        c.bytes += t.n_bytes;
+        c.elements += t.n_elements;
+        s.bytes += t.n_bytes;
+        s.elements += t.n_elements;
+    }
+    return s;
+}
+double bits_per_weight(uint64_t bytes, uint64_t elements) { return elements ? 8.0 * double(bytes) / double(elements) : 0.0; }
+
 void print_text(strata::model& m, const Options& o) {
     std::cout << "GGUF v" << m.gguf_version() << ", " << m.shard_count() << " shard(s), " << m.metadata_count()
               << " metadata keys, " << m.tensor_count() << " tensors\n\nmetadata:\n";
@@ -199,7 +223,14 @@ void print_text(strata::model& m, const Options& o) {
                     shape_text(t.shape).c_str(), (unsigned long long)t.n_bytes, t.shard);
         total += t.n_bytes;
     }
-    std::printf("  total tensor bytes: %llu\n\nshards:\n", (unsigned long long)total);
+    std::printf("  total tensor bytes: %llu\n\ntensor types:\n", (unsigned long long)total);
+    const TypeSummary types = summarize_types(m);
+    for (const auto& [name, c] : types.by_type)
+        std::printf("  type %-8s %6llu tensors %14llu bytes %8.4f bits/weight\n", (name + ":").c_str(),
+                    (unsigned long long)c.count, (unsigned long long)c.bytes, bits_per_weight(c.bytes, c.elements));
+    std::printf("  file: %llu weights in %llu bytes, %.4f bits/weight\n\nshards:\n",
+                (unsigned long long)types.elements, (unsigned long long)types.bytes,
+                bits_per_weight(types.bytes, types.elements));
     for (size_t i = 0; i < m.shard_count(); ++i) {
         auto s = m.shard(i);
         std::printf("  [%zu] %s  %llu bytes  v%u  alignment %u  %llu keys  %llu tensors\n", i, s.path.c_str(),
@@ -229,7 +260,16 @@ void print_json(strata::model& m, const Options& o) {
             << ",\"file_offset\":" << t.file_offset << "}";
         first = false;
     }
-    out << "],\"shards\":[";
+    out << "],\"tensor_types\":[";
+    const TypeSummary types = summarize_types(m);
+    first = true;
+    for (const auto& [name, c] : types.by_type) {
+        out << (first ? "" : ",") << "{\"type\":" << json_string(name) << ",\"tensors\":" << c.count
+            << ",\"bytes\":" << c.bytes << ",\"elements\":" << c.elements
+            << ",\"bits_per_weight\":" << bits_per_weight(c.bytes, c.elements) << "}";
+        first = false;
+    }
+    out << "],\"bits_per_weight\":" << bits_per_weight(types.bytes, types.elements) << ",\"shards\":[";
     for (size_t i = 0; i < m.shard_count(); ++i) {
         auto s = m.shard(i);
         out << (i ? "," : "") << "{\"path\":" << json_string(s.path) << ",\"size\":" << s.size

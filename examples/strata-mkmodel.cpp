@@ -27,6 +27,7 @@
 #include "mkmodel_deepseek2.hpp"
 #include "mkmodel_kimi.hpp"
 #include "mkmodel_plan.hpp"
+#include "mkmodel_type_mix.hpp"
 #include "mkmodel_values.hpp"
 #include "mkmodel_vocab.hpp"
 #include "strata/strata.hpp"
@@ -46,6 +47,7 @@ struct Options {
     std::string preset = "tiny";
     std::string out;
     std::string type = "iq1_s";
+    std::string type_mix;  // empty: every matrix --type
     std::string vocab = "spm";
     mkmodel::RopeFlags rope;
     bool tied_output = false;
@@ -62,7 +64,7 @@ struct Options {
 
 const char* kUsage =
     "usage: strata-mkmodel --arch llama|qwen2|qwen3|deepseek2|kimi-linear|kimi-k3 --preset NAME\n"
-    "         -o OUT.gguf [--type iq1_s|q8_0|f16|bf16|f32] [--shards N] [--seed S] [--vocab spm|bpe]\n"
+    "         -o OUT.gguf [--type TYPE] [--type-mix kimi-ud-iq1s] [--shards N] [--seed S] [--vocab spm|bpe]\n"
     "         [--n-embd N] [--n-layer N] [--n-ff N] [--n-vocab N] [--n-head N] [--n-ctx N]\n"
     "         [--rope-scaling none|linear|yarn --rope-factor F [--rope-orig-ctx N]]\n"
     "       llama, qwen2, qwen3 (presets tiny, small, 1b):\n"
@@ -117,6 +119,10 @@ const char* kUsage =
     "are f32. Sizes as iq1_s: 48b-slice about 1.1 GB with its 256 experts (--n-expert 8\n"
     "--n-vocab 2048: 0.41 B weights, 86 MB, under a minute on 2 cores); k3-slice about 17 GB\n"
     "with 896 experts (--n-expert 16: 4.4 B weights, about 11 minutes on 2 cores).\n"
+    "--type: iq1_s (default), iq1_m, iq4_xs, q4_K, q5_K, q6_K, q4_0, q4_1, q5_0, q5_1, q8_0, f16, bf16,\n"
+    "f32. --type-mix kimi-ud-iq1s types each matrix as a Kimi K2 UD-IQ1_S release does (routed\n"
+    "experts iq1_s, their down projection iq1_m; attention iq4_xs, q4_K, q6_K; attn_k_b/attn_v_b\n"
+    "q8_0; shared experts q4_K/q5_K; embeddings q4_K; output q6_K), overriding --type.\n"
     "Exit status: 0 written, 2 bad arguments, 1 writing failed.\n";
 
 Shape preset(const std::string& name) {
@@ -127,13 +133,19 @@ Shape preset(const std::string& name) {
     throw cli::usage_error("unknown preset '" + name + "' (tiny, small, 1b)");
 }
 
+// The weight types strata can write from float32 (strata_tensor_type_supported), by name.
+const int kWritableTypes[] = {STRATA_TYPE_IQ1_S, STRATA_TYPE_IQ1_M, STRATA_TYPE_IQ4_XS, STRATA_TYPE_Q4_K,
+                              STRATA_TYPE_Q5_K,  STRATA_TYPE_Q6_K,  STRATA_TYPE_Q4_0,   STRATA_TYPE_Q4_1,
+                              STRATA_TYPE_Q5_0,  STRATA_TYPE_Q5_1,  STRATA_TYPE_Q8_0,   STRATA_TYPE_F16,
+                              STRATA_TYPE_BF16,  STRATA_TYPE_F32};
+
 int type_id(const std::string& name) {
-    if (name == "iq1_s") return STRATA_TYPE_IQ1_S;
-    if (name == "q8_0") return STRATA_TYPE_Q8_0;
-    if (name == "f16") return STRATA_TYPE_F16;
-    if (name == "bf16") return STRATA_TYPE_BF16;
-    if (name == "f32") return STRATA_TYPE_F32;
-    throw cli::usage_error("unsupported --type '" + name + "' (iq1_s, q8_0, f16, bf16, f32)");
+    std::string known;
+    for (int t : kWritableTypes) {
+        if (name == strata_tensor_type_name(t) && strata_tensor_type_supported(t)) return t;
+        known += std::string(known.empty() ? "" : ", ") + strata_tensor_type_name(t);
+    }
+    throw cli::usage_error("unsupported --type '" + name + "' (" + known + ")");
 }
 
 // llama.cpp's LLAMA_FTYPE values for general.file_type.
@@ -141,8 +153,17 @@ int file_type(int type) {
     switch (type) {
         case STRATA_TYPE_F32: return 0;
         case STRATA_TYPE_F16: return 1;
+        case STRATA_TYPE_Q4_0: return 2;
+        case STRATA_TYPE_Q4_1: return 3;
         case STRATA_TYPE_Q8_0: return 7;
+        case STRATA_TYPE_Q5_0: return 8;
+        case STRATA_TYPE_Q5_1: return 9;
+        case STRATA_TYPE_Q4_K: return 15;  // Q4_K_M
+        case STRATA_TYPE_Q5_K: return 17;  // Q5_K_M
+        case STRATA_TYPE_Q6_K: return 18;
         case STRATA_TYPE_IQ1_S: return 24;
+        case STRATA_TYPE_IQ4_XS: return 30;
+        case STRATA_TYPE_IQ1_M: return 31;
         case STRATA_TYPE_BF16: return 32;
         default: return 0;
     }
@@ -233,6 +254,11 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--preset") o.preset = value();
         else if (a == "-o" || a == "--output") o.out = value();
         else if (a == "--type") o.type = value();
+        else if (a == "--type-mix") {
+            o.type_mix = value();
+            if (!mkmodel::is_type_mix(o.type_mix))
+                throw cli::usage_error("unknown --type-mix '" + o.type_mix + "' (kimi-ud-iq1s)");
+        }
         else if (a == "--vocab") o.vocab = value();
         else if (a == "--shards") {
             const int64_t n = number(value(), 1);
@@ -343,7 +369,8 @@ void add_metadata(strata::writer& w, const Options& o, int weight_type) {
     const std::string& a = o.arch;
     w.set_string("general.architecture", a);
     w.set_string("general.name", "strata-synthetic-" + a + "-" + o.preset);
-    w.set_uint("general.file_type", STRATA_VALUE_U32, uint64_t(file_type(weight_type)));
+    w.set_uint("general.file_type", STRATA_VALUE_U32,
+               uint64_t(o.type_mix.empty() ? file_type(weight_type) : mkmodel::type_mix_file_type(o.type_mix)));
     w.set_uint("general.quantization_version", STRATA_VALUE_U32, 2);
     int64_t n_vocab = 0;
     if (a == "deepseek2") {
@@ -387,9 +414,10 @@ int main(int argc, char** argv) {
     const Options o = cli::parse_or_exit("strata-mkmodel", kUsage, [&] { return parse_args(argc, argv); });
     const bool ds2 = o.is_ds2(), kimi = o.is_kimi();
     const int weight_type = type_id(o.type);
-    const std::vector<TensorSpec> specs = ds2    ? mkmodel::plan_deepseek2(o.ds2, weight_type)
-                                          : kimi ? mkmodel::plan_kimi(o.kimi, weight_type)
-                                                 : plan_tensors(o, weight_type);
+    std::vector<TensorSpec> specs = ds2    ? mkmodel::plan_deepseek2(o.ds2, weight_type)
+                                    : kimi ? mkmodel::plan_kimi(o.kimi, weight_type)
+                                           : plan_tensors(o, weight_type);
+    if (!o.type_mix.empty()) mkmodel::apply_type_mix(o.type_mix, specs);
     if (o.shards > specs.size())
         cli::fail("strata-mkmodel", kUsage,
                   "--shards " + std::to_string(o.shards) + " is more than the " + std::to_string(specs.size()) +
@@ -441,7 +469,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr,
                      "wrote %u file(s) for %s: %s %s, %lld layers, n_embd %lld, %.3f B weights (%.1f s to write, "
                      "%.1f s in all)\n",
-                     written, o.out.c_str(), o.arch.c_str(), o.type.c_str(),
+                     written, o.out.c_str(), o.arch.c_str(), o.type_mix.empty() ? o.type.c_str() : o.type_mix.c_str(),
                      (long long)(ds2 ? o.ds2.n_layer : kimi ? o.kimi.n_layer : o.shape.n_layer),
                      (long long)(ds2 ? o.ds2.n_embd : kimi ? o.kimi.n_embd : o.shape.n_embd),
                      double(n_weights) / 1e9, seconds_since(t_write), seconds_since(start));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzzers with clang (ASan + UBSan + libFuzzer) in build-fuzz/ and runs each for a
-# bounded time: the GGUF reader (corpus seeded from every GGUF fixture: valid, broken, variants)
+# bounded time: the GGUF reader (corpus seeded from every GGUF fixture: valid, broken, variants,
+# and one small file per tensor type, tests/fuzz/make_type_seeds.py)
 # for `seconds`, then the transport frame decoder (seeded with one valid frame per message type)
 # for $STRATA_FUZZ_FRAME_SECONDS (default 25).
 # Usage: scripts/fuzz.sh [seconds=60] [extra libFuzzer flags...]. Exits non-zero on any crash.
@@ -21,6 +22,9 @@ corpus="$build/corpus/gguf"
 frame_corpus="$build/corpus/frame"
 mkdir -p "$corpus" "$frame_corpus" "$build/crashes"
 find "$fixtures" -name '*.gguf' -exec cp -f {} "$corpus/" \;
+# One file per tensor type, so that every decoder and dot kernel is reached from the start.
+python="${STRATA_PYTHON:-$root/.venv/bin/python}"
+if [ -x "$python" ]; then "$python" "$root/tests/fuzz/make_type_seeds.py" "$corpus"; fi
 "$build/tests/fuzz/frame_fuzz_seeds" "$frame_corpus"
 
 jobs="${STRATA_FUZZ_JOBS:-1}"

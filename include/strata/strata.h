@@ -106,22 +106,46 @@ typedef enum strata_value_type {
     STRATA_VALUE_F64 = 12
 } strata_value_type;
 
-/* Tensor types strata can decode and encode (ggml type ids). strata also reads (but does not
- * write) iq4_nl (20), q4_K (12), q5_K (13) and q6_K (14), which llama.cpp's IQ1_S mixes use.
- * Other ggml ids may appear in a file's tensor table; strata_tensor_type_name() names them,
- * but reading them as float32 fails with STRATA_ERR_UNSUPPORTED. */
+/* ggml tensor type ids. strata decodes (and runs products of) every type listed; it also encodes
+ * (writes from float32) f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q8_K, q4_K, q5_K, q6_K,
+ * iq4_xs, iq1_s and iq1_m (strata_tensor_type_supported() says which). q8_1 and q8_K are the
+ * activation formats of products. Other ggml ids may appear in a file's tensor table;
+ * strata_tensor_type_name() names them, but reading them as float32 fails with
+ * STRATA_ERR_UNSUPPORTED naming the tensor and the type. */
 typedef enum strata_tensor_type {
     STRATA_TYPE_F32 = 0,
     STRATA_TYPE_F16 = 1,
+    STRATA_TYPE_Q4_0 = 2,
+    STRATA_TYPE_Q4_1 = 3,
+    STRATA_TYPE_Q5_0 = 6,
+    STRATA_TYPE_Q5_1 = 7,
     STRATA_TYPE_Q8_0 = 8,
+    STRATA_TYPE_Q8_1 = 9,
+    STRATA_TYPE_Q2_K = 10,
+    STRATA_TYPE_Q3_K = 11,
+    STRATA_TYPE_Q4_K = 12,
+    STRATA_TYPE_Q5_K = 13,
+    STRATA_TYPE_Q6_K = 14,
     STRATA_TYPE_Q8_K = 15,
+    STRATA_TYPE_IQ2_XXS = 16,
+    STRATA_TYPE_IQ2_XS = 17,
+    STRATA_TYPE_IQ3_XXS = 18,
     STRATA_TYPE_IQ1_S = 19,
-    STRATA_TYPE_BF16 = 30
+    STRATA_TYPE_IQ4_NL = 20,
+    STRATA_TYPE_IQ3_S = 21,
+    STRATA_TYPE_IQ2_S = 22,
+    STRATA_TYPE_IQ4_XS = 23,
+    STRATA_TYPE_IQ1_M = 29,
+    STRATA_TYPE_BF16 = 30,
+    STRATA_TYPE_TQ1_0 = 34,
+    STRATA_TYPE_TQ2_0 = 35,
+    STRATA_TYPE_MXFP4 = 39,
+    STRATA_TYPE_Q1_0 = 41
 } strata_tensor_type;
 
 /* "f32", "iq1_s", ... for any ggml type id; "unknown" for ids ggml does not define. */
 STRATA_API const char* strata_tensor_type_name(int type);
-/* 1 when strata can read (dequantize) and write (quantize) tensors of this type. */
+/* 1 when strata can read (dequantize) and write (quantize from float32) tensors of this type. */
 STRATA_API int strata_tensor_type_supported(int type);
 
 /* ---------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include "gguf/ggml_types.hpp"
 #include "gguf/model_file.hpp"
 #include "quant/formats.hpp"
+#include "quant/type_traits.hpp"
 
 using strata::Error;
 using strata::Status;
@@ -314,7 +315,8 @@ strata_status strata_model_tensor_read_f32(const strata_model* model, size_t ind
     const auto& t = tensor_at(model, index);
     if (!strata::quant::is_supported(t.type))
         fail(Status::unsupported, "tensor '" + t.name + "' has type " + strata::gguf::ggml_type_name(t.type) +
-                                      ", which strata cannot dequantize");
+                                      " (ggml type " + std::to_string(t.type) + "), which strata cannot dequantize (it decodes " +
+                                      strata::quant::supported_type_names() + ")");
     if (out_needed) *out_needed = t.n_elements;
     if (capacity < t.n_elements)
         fail(Status::buffer_too_small, "tensor '" + t.name + "' has " + std::to_string(t.n_elements) +

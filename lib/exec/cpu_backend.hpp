@@ -1,12 +1,12 @@
-// The CPU backend: matmul for F32, F16, BF16, Q8_0, IQ1_S, IQ4_NL, Q4_K, Q5_K and Q6_K weights,
-// rows split over a ThreadPool.
+// The CPU backend: matmul for every weight type lib/quant implements (quant/type_traits.hpp), rows
+// split over a ThreadPool.
 //
-//   IQ1_S  activations quantized to Q8_K once per token, then the IQ1_S x Q8_K dot per row
-//          (AVX2 row-group kernel or scalar; quant/iq1s_dot.hpp), as ggml does on x86.
-//   Q8_0   activations quantized to Q8_0 once per token, then an integer q8_0 x q8_0 dot per
-//          block, scaled by d_w * d_x (ggml's vec_dot_q8_0_q8_0 arithmetic, summed in float).
-//   F16/BF16, IQ4_NL, Q4_K, Q5_K, Q6_K  each weight row converted to float32 once per call
-//          (quant::dequantize_row, ggml's decode bit for bit), then dotted with every token.
+//   quantized types  activations quantized once per token to the type ggml pairs with the weights
+//          (Q8_K for the K-quants, IQ and ternary types; Q8_0 for Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4,
+//          Q1_0; Q8_1 for Q4_1, Q5_1), then the type's integer dot per row in ggml's arithmetic
+//          (AVX2 where the type has a kernel, else the scalar reference; IQ1_S runs four rows per
+//          activation load).
+//   F16/BF16  each weight row converted to float32 once per call, then dotted with every token.
 //   F32    dot_f32 (AVX2 eight-lane or scalar).
 // Every output element is one row-times-token dot computed by fixed code, so results do not
 // depend on the thread count or on how many tokens share the call.
@@ -17,6 +17,7 @@
 
 #include "exec/backend.hpp"
 #include "quant/iq1s_dot.hpp"
+#include "quant/type_traits.hpp"
 
 namespace strata::util {
 class ThreadPool;
@@ -53,6 +54,13 @@ private:
         int64_t r0, r1;
     };
     std::vector<Tile> tiles_;
+    struct JobKernel {  // per job of the current call
+        const quant::TypeTraits* traits = nullptr;
+        const quant::TypeTraits* act = nullptr;  // the activations' type; null for float activations
+        quant::VecDotFn dot = nullptr;
+        size_t act_row_bytes = 0;
+    };
+    std::vector<JobKernel> job_kernel_;
 };
 
 }  // namespace strata::exec

@@ -5,6 +5,7 @@
 #include "gguf/ggml_types.hpp"
 #include "gguf/model_file.hpp"
 #include "quant/formats.hpp"
+#include "quant/type_traits.hpp"
 #include "util/error.hpp"
 
 namespace strata::model {
@@ -13,10 +14,11 @@ namespace {
 
 std::string shape_str(int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; }
 
+// A weight matrix's type must have a product: a float type, or one with an integer dot against
+// its activation type (q8_0, q8_1 and q8_K are activation formats, not weights).
 bool matmul_type(uint32_t t) {
-    return t == quant::kTypeF32 || t == quant::kTypeF16 || t == quant::kTypeBF16 || t == quant::kTypeQ8_0 ||
-           t == quant::kTypeIQ1_S || t == quant::kTypeIQ4_NL || t == quant::kTypeQ4_K || t == quant::kTypeQ5_K ||
-           t == quant::kTypeQ6_K;
+    const quant::TypeTraits* traits = quant::find_type_traits(t);
+    return traits && (traits->dot_type == quant::kTypeF32 || traits->dot_scalar);
 }
 
 // llama family: q, k, v, output (+ qwen2 biases, qwen3 per-head norms).
@@ -63,8 +65,9 @@ WeightView Binder::view(const std::string& name, const gguf::TensorInfo& t, int6
         fail(Status::format, "tensor '" + name + "' has shape " + got + ", expected " + want);
     }
     if (!matmul_type(t.type))
-        fail(Status::unsupported, "tensor '" + name + "' has type " + gguf::ggml_type_name(t.type) +
-                                      ", which the CPU matmul does not support (f32, f16, bf16, q8_0, iq1_s, iq4_nl, q4_K, q5_K, q6_K)");
+        fail(Status::unsupported, "tensor '" + name + "' has type " + gguf::ggml_type_name(t.type) + " (ggml type " +
+                                      std::to_string(t.type) + "), which strata cannot multiply (it runs " +
+                                      quant::supported_type_names() + ", less the activation formats q8_1 and q8_K)");
     WeightView w;
     w.name = name;
     w.type = t.type;
@@ -96,7 +99,9 @@ std::vector<float> Binder::vec(const std::string& name, int64_t n, bool required
         fail(Status::format, "tensor '" + name + "' has " + std::to_string(t->n_elements) + " elements (ne[0] = " +
                                  std::to_string(t->ne[0]) + "), expected a vector of " + std::to_string(n));
     if (!quant::is_supported(t->type))
-        fail(Status::unsupported, "tensor '" + name + "' has unsupported type " + gguf::ggml_type_name(t->type));
+        fail(Status::unsupported, "tensor '" + name + "' has type " + gguf::ggml_type_name(t->type) + " (ggml type " +
+                                      std::to_string(t->type) + "), which strata cannot decode (it decodes " +
+                                      quant::supported_type_names() + ")");
     std::vector<float> out(static_cast<size_t>(n));
     quant::dequantize_row(t->type, t->data, out.data(), n);
     return out;
@@ -107,7 +112,9 @@ std::vector<float> Binder::flat(const std::string& name, int64_t n) {
     if (t->n_elements != uint64_t(n))
         fail(Status::format, "tensor '" + name + "' has " + std::to_string(t->n_elements) + " values, expected " + std::to_string(n));
     if (!quant::is_supported(t->type))
-        fail(Status::unsupported, "tensor '" + name + "' has unsupported type " + gguf::ggml_type_name(t->type));
+        fail(Status::unsupported, "tensor '" + name + "' has type " + gguf::ggml_type_name(t->type) + " (ggml type " +
+                                      std::to_string(t->type) + "), which strata cannot decode (it decodes " +
+                                      quant::supported_type_names() + ")");
     if (quant::row_size(t->type, t->ne[0]) * (t->n_elements / uint64_t(t->ne[0])) != t->nbytes)
         fail(Status::format, "tensor '" + name + "' does not hold whole rows of its type");
     std::vector<float> out(static_cast<size_t>(n));

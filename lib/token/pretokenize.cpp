@@ -92,16 +92,46 @@ size_t qwen2_word(const std::vector<Char>& c, size_t i) {
     return whitespace_word(c, i);
 }
 
+// Cuts c (the characters of text from byte offset c[0].pos on, up to text_end) with word().
+template <typename WordFn>
+void cut(const std::vector<Char>& c, std::string_view text, size_t text_end, const WordFn& word,
+         std::vector<std::string_view>& words) {
+    for (size_t i = 0; i < c.size();) {
+        const size_t j = word(c, i);
+        const size_t begin = c[i].pos, end = j < c.size() ? c[j].pos : text_end;
+        words.push_back(text.substr(begin, end - begin));
+        i = j;
+    }
+}
+
+// smollm (llama.cpp's \p{N} then the GPT-2 pattern): every digit is a word of its own, and the
+// GPT-2 pattern cuts each stretch between digits as if it were the whole text.
+void digits_then_gpt2(const std::vector<Char>& c, std::string_view text, std::vector<std::string_view>& words) {
+    std::vector<Char> stretch;
+    for (size_t i = 0; i <= c.size(); ++i) {
+        if (i < c.size() && c[i].cls != Cls::number) {
+            stretch.push_back(c[i]);
+            continue;
+        }
+        const size_t stretch_end = i < c.size() ? c[i].pos : text.size();
+        cut(stretch, text, stretch_end, gpt2_word, words);
+        stretch.clear();
+        if (i < c.size()) {
+            const size_t end = i + 1 < c.size() ? c[i + 1].pos : text.size();
+            words.push_back(text.substr(c[i].pos, end - c[i].pos));
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<std::string_view> pre_tokenize(PreTokenizer kind, std::string_view text) {
     const std::vector<Char> c = classify(text);
     std::vector<std::string_view> words;
-    for (size_t i = 0; i < c.size();) {
-        const size_t j = kind == PreTokenizer::gpt2 ? gpt2_word(c, i) : qwen2_word(c, i);
-        const size_t begin = c[i].pos, end = j < c.size() ? c[j].pos : text.size();
-        words.push_back(text.substr(begin, end - begin));
-        i = j;
+    switch (kind) {
+        case PreTokenizer::gpt2: cut(c, text, text.size(), gpt2_word, words); break;
+        case PreTokenizer::qwen2: cut(c, text, text.size(), qwen2_word, words); break;
+        case PreTokenizer::smollm: digits_then_gpt2(c, text, words); break;
     }
     return words;
 }

@@ -11,6 +11,8 @@ enum class PreTokenizer {
     gpt2,   // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
     qwen2,  // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*
             // |\s*[\r\n]+|\s+(?!\S)|\s+
+    smollm, // \p{N}, then gpt2's pattern on the text between digits (llama.cpp's smollm, starcoder,
+            // refact, command-r)
 };
 
 // The words of `text` in order; they concatenate to `text`. Bytes that are not valid UTF-8

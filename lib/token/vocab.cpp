@@ -181,13 +181,16 @@ Vocab Vocab::load(const gguf::ModelFile& file) {
 
     if (!spm) {
         const std::string_view pre = lookup(file, kPre) ? need_string(file, kPre) : std::string_view("default");
-        if (pre == "default" || pre == "gpt2") {
+        if (pre == "default" || pre == "gpt2" || pre == "gpt-2") {
             v.pre = PreTokenizer::gpt2;
         } else if (pre == "qwen2") {
             v.pre = PreTokenizer::qwen2;
+        } else if (pre == "smollm" || pre == "starcoder" || pre == "refact" || pre == "command-r") {
+            v.pre = PreTokenizer::smollm;
         } else {
             fail(Status::unsupported, std::string("vocabulary: ") + kPre + " = '" + std::string(pre) +
-                                          "' is not supported (supported: 'default', 'gpt2', 'qwen2')");
+                                          "' is not supported (supported: 'default', 'gpt2', 'gpt-2', 'qwen2', "
+                                          "'smollm', 'starcoder', 'refact', 'command-r')");
         }
         auto merges = lookup(file, kMerges);
         if (!merges) bad(kMerges, "is missing (a 'gpt2' vocabulary needs its merges)");

@@ -1,7 +1,8 @@
 // libFuzzer target: any byte string given to the GGUF reader either parses or throws
 // strata::Error; it never crashes, reads out of bounds, hangs or allocates without bound.
 // Whatever parses is walked completely (every value rendered, every tensor byte touched, the
-// first row of every tensor of a type strata decodes dequantized: any bytes, NaN scales too).
+// first row of every tensor of a type strata decodes dequantized and dotted: any bytes, NaN
+// scales too).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -9,7 +10,26 @@
 
 #include "gguf/model_file.hpp"
 #include "quant/formats.hpp"
+#include "quant/type_traits.hpp"
 #include "util/error.hpp"
+
+namespace {
+
+// The product kernels read the same untrusted blocks: the first row dotted with itself (as the
+// activation type ggml pairs with it), by the scalar reference and the kernel this CPU runs.
+size_t dot_first_row(uint32_t type, const uint8_t* blocks, std::vector<float>& row, int64_t n) {
+    const strata::quant::TypeTraits* traits = strata::quant::find_type_traits(type);
+    if (!traits || !traits->dot_scalar) return 0;
+    for (float& v : row)
+        if (!(v == v) || v > 1e30f || v < -1e30f) v = 1.0f;  // the activations come from the model, finite
+    std::vector<uint8_t> act(strata::quant::row_size(traits->dot_type, n));
+    strata::quant::quantize_row(traits->dot_type, row.data(), act.data(), n, nullptr);
+    const float a = traits->dot_scalar(n, blocks, act.data());
+    const float b = strata::quant::best_vec_dot(*traits)(n, blocks, act.data());
+    return size_t(a == b) + size_t(a > 0.0f);
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
@@ -30,6 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 std::vector<float> row(static_cast<size_t>(t.ne[0]));
                 strata::quant::dequantize_row(t.type, t.data, row.data(), t.ne[0]);
                 sink += size_t(row.back() == 0.0f);
+                sink += dot_first_row(t.type, t.data, row, t.ne[0]);
             }
         }
         if (sink == 0x5eed) return 0;  // keep the walk from being optimized away

@@ -1,7 +1,6 @@
-"""IQ4_NL, Q4_K, Q5_K and Q6_K tensors (the types llama.cpp's IQ1_S mixes keep some tensors in)
-written by the `gguf` package are read by strata exactly as ggml decodes them: random blocks
-(random bytes for the quants, finite random binary16 scales), compared bit for bit with
-gguf.quants.dequantize."""
+"""A model mixing IQ4_NL, Q4_K, Q5_K and Q6_K tensors (the types llama.cpp's IQ1_S mixes keep some
+tensors in), written by the `gguf` package from random blocks, runs and matches the numpy reference.
+(test_quant_interop.py checks the decoding of every type bit for bit.)"""
 from __future__ import annotations
 
 import gguf
@@ -36,39 +35,15 @@ def _random_blocks(rng: np.random.Generator, t, rows: int, cols: int) -> np.ndar
     return raw.reshape(rows, cols // block * size)
 
 
-@pytest.mark.parametrize("t,shape", [(Q.IQ4_NL, (64, 128)), (Q.IQ4_NL, (3, 32)), (Q.Q4_K, (9, 512)),
-                                     (Q.Q5_K, (7, 768)), (Q.Q6_K, (11, 512)), (Q.Q6_K, (1, 256))])
-def test_read_f32_matches_the_gguf_package_bit_for_bit(tmp_path, seed, t, shape):
-    rng = np.random.default_rng(seed)
-    data = _random_blocks(rng, t, *shape)
-    path = tmp_path / f"{t.name}.gguf"
-    w = gguf.GGUFWriter(path, "interop")
-    w.add_tensor("w", data, raw_dtype=t)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-
-    theirs = gguf.GGUFReader(path).tensors[0]
-    ref = gguf.quants.dequantize(theirs.data, t).astype(np.float32).reshape(shape)
-    with strata.Model(path) as m:
-        info = m.tensor("w")
-        assert info.type == int(t) and info.type_name == t.name.lower().replace("_k", "_K")
-        assert list(info.ne) == [shape[1], shape[0]]
-        assert m.tensor_bytes("w") == data.tobytes()
-        got = m.read_f32("w")
-    assert got.shape == ref.shape
-    assert np.array_equal(got.view(np.uint32), ref.view(np.uint32)), f"{t.name} seed {seed}: " \
-        f"{int(np.sum(got.view(np.uint32) != ref.view(np.uint32)))} of {ref.size} values differ"
-
-
-def test_the_read_only_types_are_readable_but_not_writable(tmp_path):
-    for t in _LAYOUT:
+def test_the_types_without_a_quantizer_are_readable_but_not_writable(tmp_path):
+    for t in (Q.IQ4_NL, Q.Q2_K, Q.Q3_K):
         assert not strata.tensor_type_supported(int(t))  # supported = read and write
+    for t in (Q.Q4_K, Q.Q5_K, Q.Q6_K):
+        assert strata.tensor_type_supported(int(t))
     w = strata.Writer()
     with pytest.raises(strata.StrataError) as e:
-        w.add_tensor("w", np.ones((1, 256), dtype=np.float32), type="q4_K")
-    assert e.value.status == strata.Status.UNSUPPORTED and "q4_K" in e.value.message
+        w.add_tensor("w", np.ones((1, 256), dtype=np.float32), type="q3_K")
+    assert e.value.status == strata.Status.UNSUPPORTED and "q3_K" in e.value.message
 
 
 # Scale of the binary16 block scales per type, so that weights come out near the wanted std:
@@ -108,8 +83,7 @@ def test_a_model_mixing_the_read_only_types_runs_and_matches_the_reference(tmp_p
         s.decode(toks, all_logits=True)
         got = s.logits
     st = compare(got, want)
-    # No activation is re-quantized for these types (rows are dequantized to f32 and dotted), so
-    # only float32 rounding separates strata from the float64 reference: test_forward.py's f32
-    # bounds. Measured on seeds 0-3: rel RMS 1.9e-6 .. 8.0e-6, max 3.3e-5 .. 1.0e-4 (logit RMS ~1.5).
-    assert st["rel_rms"] <= 1e-4 and st["max"] <= 1e-3 * max(1.0, float(np.abs(want).max())) and \
-        st["argmax"] == 1.0, f"seed {seed}: {st}"
+    # These products quantize their activations as ggml does (Q8_K for the K-quants, Q8_0 for
+    # IQ4_NL), which the float64 reference does not: test_quant_interop.py's bound for a model in
+    # one such type (measured there 0.007-0.024; here, one seed: 0.012).
+    assert st["rel_rms"] <= 0.035 and st["argmax"] >= 0.9, f"seed {seed}: {st}"

@@ -8,7 +8,9 @@
 #include <random>
 
 #include "quant/convert.hpp"
+#include "gguf/ggml_types.hpp"
 #include "quant/formats.hpp"
+#include "quant/type_traits.hpp"
 #include "quant/half.hpp"
 #include "quant/iq1s_quantize.hpp"
 #include "quant/q8_0.hpp"
@@ -229,8 +231,11 @@ TEST_CASE("Q8_0 round trip of random values stays within half a step plus the f1
 
 TEST_CASE("the format dispatch knows its types, sizes rows and rejects what it cannot do") {
     using namespace quant;
-    for (uint32_t t : {0u, 1u, 8u, 12u, 13u, 14u, 15u, 19u, 20u, 30u}) CHECK(is_supported(t));
-    for (uint32_t t : {2u, 11u, 16u, 23u, 29u, 1000u}) CHECK_FALSE(is_supported(t));
+    for (uint32_t t : {0u, 1u, 2u, 3u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 14u, 15u, 16u, 17u, 18u, 19u, 20u, 21u,
+                       22u, 23u, 29u, 30u, 34u, 35u, 39u, 41u})
+        CHECK(is_supported(t));
+    // Removed ids, ggml's integer types, and types strata does not decode yet (nvfp4, q2_0).
+    for (uint32_t t : {4u, 5u, 24u, 28u, 31u, 36u, 40u, 42u, 1000u}) CHECK_FALSE(is_supported(t));
     CHECK(row_size(kTypeF32, 10) == 40);
     CHECK(row_size(kTypeF16, 10) == 20);
     CHECK(row_size(kTypeBF16, 10) == 20);
@@ -243,13 +248,51 @@ TEST_CASE("the format dispatch knows its types, sizes rows and rejects what it c
     float f[32] = {};
     uint8_t buf[64] = {};
     try {
-        dequantize_row(11, buf, f, 256);  // q3_K: not decoded
+        dequantize_row(40, buf, f, 64);  // nvfp4: not decoded
         FAIL("no exception");
     } catch (const Error& e) {
         CHECK(e.status() == Status::unsupported);
+        const std::string msg = e.what();
+        CHECK(msg.find("40") != std::string::npos);
+        CHECK(msg.find("iq1_m") != std::string::npos);  // names what it supports
     }
     CHECK_THROWS_AS(quantize_row(kTypeQ8_0, f, buf, 31, nullptr), Error);
     CHECK_THROWS_AS(dequantize_row(kTypeF32, nullptr, f, 4), Error);
+}
+
+TEST_CASE("every type's traits agree with the GGUF reader's type table and pair it as ggml does") {
+    using namespace quant;
+    int n = 0;
+    for (uint32_t id = 0; id < gguf::kGgmlTypeCount; ++id) {
+        const TypeTraits* t = find_type_traits(id);
+        if (!t) continue;
+        ++n;
+        CAPTURE(id);
+        const gguf::GgmlTypeInfo* info = gguf::ggml_type_info(id);
+        REQUIRE(info);
+        CHECK(std::string(t->name) == info->name);
+        CHECK(uint64_t(t->block_elements) == info->block_size);
+        CHECK(t->block_bytes == info->type_size);
+        CHECK(bool(t->decode));
+        CHECK(row_size(id, t->block_elements * 3) == 3 * t->block_bytes);
+        if (t->dot_type == kTypeF32) {
+            CHECK_FALSE(bool(t->dot_scalar));
+            continue;
+        }
+        const TypeTraits* act = find_type_traits(t->dot_type);
+        REQUIRE(act);
+        CHECK(bool(act->quantize));  // activations can be written
+        CHECK(t->block_elements % act->block_elements == 0);  // a weight block spans whole activation blocks
+        if (id != kTypeQ8_1 && id != kTypeQ8_K) CHECK(bool(t->dot_scalar));
+    }
+    CHECK(n == 28);
+    // ggml-cpu's vec_dot_type pairing.
+    CHECK(find_type_traits(kTypeQ4_1)->dot_type == kTypeQ8_1);
+    CHECK(find_type_traits(kTypeQ5_0)->dot_type == kTypeQ8_0);
+    CHECK(find_type_traits(kTypeIQ4_NL)->dot_type == kTypeQ8_0);
+    CHECK(find_type_traits(kTypeIQ4_XS)->dot_type == kTypeQ8_K);
+    CHECK(find_type_traits(kTypeQ1_0)->dot_type == kTypeQ8_0);
+    CHECK(find_type_traits(kTypeTQ2_0)->dot_type == kTypeQ8_K);
 }
 
 TEST_CASE("dequantize_row(IQ1_S) decodes every fixture bit for bit") {

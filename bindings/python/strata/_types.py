@@ -67,14 +67,37 @@ class MetadataType(NamedTuple):
 
 
 class TensorType(enum.IntEnum):
-    """The ggml tensor types strata can read and write (strata_tensor_type)."""
+    """The ggml tensor types strata decodes (strata_tensor_type); tensor_type_supported() says which
+    of them it can also write from float32."""
 
     F32 = 0
     F16 = 1
+    Q4_0 = 2
+    Q4_1 = 3
+    Q5_0 = 6
+    Q5_1 = 7
     Q8_0 = 8
+    Q8_1 = 9
+    Q2_K = 10
+    Q3_K = 11
+    Q4_K = 12
+    Q5_K = 13
+    Q6_K = 14
     Q8_K = 15
+    IQ2_XXS = 16
+    IQ2_XS = 17
+    IQ3_XXS = 18
     IQ1_S = 19
+    IQ4_NL = 20
+    IQ3_S = 21
+    IQ2_S = 22
+    IQ4_XS = 23
+    IQ1_M = 29
     BF16 = 30
+    TQ1_0 = 34
+    TQ2_0 = 35
+    MXFP4 = 39
+    Q1_0 = 41
 
 
 def tensor_type_name(type_id: int) -> str:
