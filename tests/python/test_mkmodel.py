@@ -219,7 +219,8 @@ def test_progress_is_reported_per_tensor_on_stderr(tmp_path):
 BAD = [
     (["--arch", "gpt2"], "--arch"),
     (["--preset", "huge"], "unknown preset"),
-    (["--type", "q4_0"], "--type"),
+    (["--type", "q3_K"], "--type"),                           # read, not written
+    (["--type-mix", "bogus"], "--type-mix"),
     (["--vocab", "wordpiece"], "--vocab"),
     (["--n-embd", "320"], "--n-embd"),                        # 320 % 256 (iq1_s)
     (["--n-ff", "520"], "--n-ff"),                            # 520 % 256
@@ -894,3 +895,48 @@ def test_kimi_flags_are_refused_for_the_other_archs(tmp_path, arch, flag):
     assert result.returncode == 2
     which = "kimi-k3" if flag[0] in K3_FLAGS else "kimi-linear and kimi-k3"
     assert f"{flag[0]} is only for --arch {which}" in result.stderr.splitlines()[0]
+
+
+# --- --type and --type-mix over the writable types ---
+
+# The Kimi K2 UD-IQ1_S-like mix, by tensor-name part (first match wins), as --type-mix documents it.
+_KIMI_MIX = [("token_embd", "q4_K"), ("ffn_gate_exps", "iq1_s"), ("ffn_up_exps", "iq1_s"),
+             ("ffn_down_exps", "iq1_m"), ("attn_k_b", "q8_0"), ("attn_v_b", "q8_0"), ("attn_kv_a_mqa", "q6_K"),
+             ("attn_q_a.", "q4_K"), ("ffn_down", "q5_K"), ("ffn_gate", "q4_K"), ("ffn_up", "q4_K"), ("", "iq4_xs")]
+
+
+def test_type_mix_kimi_ud_iq1s_types_every_matrix_as_the_release_does_and_runs(tmp_path):
+    import strata
+    out = tmp_path / "mix.gguf"
+    _mk(out, "--arch", "deepseek2", "--preset", "tiny", "--type-mix", "kimi-ud-iq1s", "--seed", "3")
+    r = gguf.GGUFReader(out)
+    assert _value(r, "general.file_type") == 24  # LLAMA_FTYPE_MOSTLY_IQ1_S
+    seen = set()
+    for t in r.tensors:
+        name, got = t.name, t.tensor_type.name.lower().replace("_k", "_K")
+        if len(t.shape) < 2 or got == "f32":
+            assert got == "f32" or name.endswith("exp_probs_b.bias"), name
+            continue
+        want = "q6_K" if name == "output.weight" else next(ty for part, ty in _KIMI_MIX if part in name)
+        block = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[want.upper()]][0]
+        if int(t.shape[0]) % block:  # rows that do not fit the blocks fall back, as documented
+            want = "q8_0" if int(t.shape[0]) % 32 == 0 else "f16"
+        assert got == want, f"{name}: {got}, expected {want}"
+        seen.add(got)
+    assert {"q4_K", "q6_K", "iq1_s", "iq1_m", "q8_0"} <= seen, seen
+    with strata.Model(out) as m, m.session(n_ctx=64, n_threads=2) as s:
+        s.decode(list(range(1, 17)))
+        assert np.isfinite(s.logits).all()
+
+
+@pytest.mark.parametrize("wtype", ["q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K", "iq4_xs", "iq1_m"])
+def test_type_writes_every_matrix_in_a_writable_type(tmp_path, wtype):
+    import strata
+    out = tmp_path / f"{wtype}.gguf"
+    _mk(out, "--preset", "tiny", "--type", wtype, "--seed", "5")
+    r = gguf.GGUFReader(out)
+    types = {t.tensor_type.name.lower().replace("_k", "_K") for t in r.tensors if len(t.shape) >= 2}
+    assert types == {wtype}, types
+    with strata.Model(out) as m, m.session(n_ctx=64, n_threads=2) as s:
+        s.decode(list(range(1, 9)))
+        assert np.isfinite(s.logits).all()
