@@ -49,13 +49,7 @@ int main(int argc, char** argv) {
     std::string json_path;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        auto next = [&]() -> const char* {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "%s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
+        auto next = [&] { return bench::option_value(argc, argv, i); };
         if (a == "--rows") rows = std::atoll(next());
         else if (a == "--cols") cols = std::atoll(next());
         else if (a == "--reps") reps = std::atoi(next());
@@ -208,13 +202,7 @@ int main(int argc, char** argv) {
               << (i + 1 < table.size() ? ",\n" : "\n");
         }
         j << "  ]\n}\n";
-        std::ofstream out(json_path);
-        out << j.str();
-        if (!out) {
-            std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
-            return 1;
-        }
-        std::printf("wrote %s\n", json_path.c_str());
+        if (!bench::write_report(json_path, j.str())) return 1;
     }
     return sink == 12345.0f ? 3 : 0;
 }

@@ -17,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -114,13 +113,7 @@ int main(int argc, char** argv) {
     std::string json_path;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        auto next = [&]() -> const char* {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "%s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
+        auto next = [&] { return bench::option_value(argc, argv, i); };
         if (a == "--types") types_arg = next();
         else if (a == "--shapes") shapes_arg = next();
         else if (a == "--threads") threads_arg = next();
@@ -167,7 +160,7 @@ int main(int argc, char** argv) {
 
     std::mt19937_64 rng(20261201);
     std::vector<Row> table;
-    const bool has_avx2 = util::cpu_features().avx2 && util::cpu_features().fma && util::cpu_features().f16c;
+    const bool has_avx2 = util::has_avx2_kernels();
     for (const auto& [rows, cols] : shapes) {
         std::normal_distribution<float> normal(0.0f, 1.0f);
         std::vector<float> x(static_cast<size_t>(cols));
@@ -246,13 +239,7 @@ int main(int argc, char** argv) {
               << (i + 1 < table.size() ? ",\n" : "\n");
         }
         j << "  ]\n}\n";
-        std::ofstream out(json_path);
-        out << j.str();
-        if (!out) {
-            std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
-            return 1;
-        }
-        std::printf("wrote %s\n", json_path.c_str());
+        if (!bench::write_report(json_path, j.str())) return 1;
     }
     return sink == 12345.0f ? 3 : 0;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -87,6 +88,28 @@ inline std::string json_escape(const std::string& s) {
         out += c;
     }
     return out;
+}
+
+// The value after the option argv[i] (i then indexes it); without one, says so and exits with 2.
+inline const char* option_value(int argc, char** argv, int& i) {
+    if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", argv[i]);
+        std::exit(2);
+    }
+    return argv[++i];
+}
+
+// Writes a report (the benchmarks' JSON) to path and says so on stdout; false, with the reason on
+// stderr, when it cannot.
+inline bool write_report(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    if (!out) {
+        std::fprintf(stderr, "cannot write %s\n", path.c_str());
+        return false;
+    }
+    std::printf("wrote %s\n", path.c_str());
+    return true;
 }
 
 inline std::string compiler_name() {

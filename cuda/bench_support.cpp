@@ -7,6 +7,8 @@
 #include <string>
 
 #include "cuda_error.hpp"
+#include "gemv.cuh"
+#include "random_blocks.hpp"
 #include "quant/formats.hpp"
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
@@ -151,8 +153,15 @@ std::vector<uint8_t> random_matrix_bytes(uint32_t type, int64_t rows, int64_t co
             for (size_t i = 0; i < n; ++i) f[i] = rng.uniform(-0.1f, 0.1f);
             break;
         }
-        default:
-            fail(Status::unsupported, "random_matrix_bytes: no generator for ggml type " + std::to_string(type));
+        default: {
+            // The other quantized types: random bytes with finite scales of moderate size.
+            const int64_t be = quant::block_elements(type);
+            if (be <= 1 || !gemv_supports(type))
+                fail(Status::unsupported, "random_matrix_bytes: no generator for ggml type " + std::to_string(type));
+            fill_random_bytes(out.data(), out.size(), rng);
+            set_random_block_scales(type, out.data(), n / size_t(be), [&] { return rng.next(); });
+            break;
+        }
     }
     return out;
 }

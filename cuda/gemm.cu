@@ -1,26 +1,27 @@
-// Prefill kernels (gemm.cuh): weight rows dequantized to f16 for cuBLAS, f32 -> f16 activations,
-// and the tensor-core IQ1_S product. UNTESTED ON A GPU (written without one; see test_gemm.cu).
+// Prefill kernels (gemm.cuh): f32 -> f16 activations and the tensor-core product of every
+// quantized type (the f16 weight panels for cuBLAS: dequant.cu). UNTESTED ON A GPU (written without
+// one; see test_gemm.cpp).
 #include "gemm.cuh"
 
 #include <algorithm>
 
+#include "gpu_types.hpp"
+#include "qtables_device.cuh"
+#include "qtype_decode.cuh"
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
-#include "quant/q8_0.hpp"
 #include "quant/type_ids.hpp"
+#include "quant/type_traits.hpp"
 
 namespace strata::cuda {
 namespace {
 
-// The IQ1_S grid in global memory, from the same generated data as the host table. Not
-// __constant__ (as iq1s_grid_constant.cuh has it): here every lane looks up a different entry, which
-// the constant cache serializes, while global loads go through L1 (the dequantizer) and a coalesced
-// copy fills the MMA kernel's shared-memory table.
-__device__ uint64_t kGemmGrid[quant::kIq1sGridSize] = {
-#include "quant/iq1s_grid.inc"
-};
-
 constexpr int kThreads = 256;
+
+__global__ void f32_to_f16_kernel(const float* x, size_t n, __half* out) {
+    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+        out[i] = __float2half_rn(x[i]);
+}
 
 __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
     return uint32_t(__half_as_ushort(__float2half_rn(lo))) | uint32_t(__half_as_ushort(__float2half_rn(hi))) << 16;
@@ -32,94 +33,20 @@ __device__ __forceinline__ uint4 pack8_f16(const float v[8]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// dequantize_rows_f16: one thread per unit of a row (an element for float types, eight elements
-// for Q8_0 and IQ1_S); grid.y walks the rows, grid.x the units of a row, both with strides so any
-// size fits the grid limits. 64-bit offsets throughout.
-
-template <uint32_t kType>
-__device__ __forceinline__ void dequantize_unit(const uint8_t* row, int64_t u, __half* dst) {
-    if constexpr (kType == quant::kTypeF32) {
-        dst[u] = __float2half_rn(reinterpret_cast<const float*>(row)[u]);
-    } else if constexpr (kType == quant::kTypeF16) {
-        dst[u] = __ushort_as_half(reinterpret_cast<const uint16_t*>(row)[u]);  // the same bits
-    } else if constexpr (kType == quant::kTypeBF16) {
-        dst[u] = __float2half_rn(quant::bf16_to_f32(reinterpret_cast<const uint16_t*>(row)[u]));
-    } else if constexpr (kType == quant::kTypeQ8_0) {
-        // Eight values of a 32-block: d * q in float32 exactly as dequantize_row_q8_0, then f16.
-        const quant::block_q8_0& b = reinterpret_cast<const quant::block_q8_0*>(row)[u / 4];
-        const float d = quant::f16_to_f32(b.d);
-        const int8_t* q = b.qs + 8 * (u % 4);
-        float v[8];
-        for (int j = 0; j < 8; ++j) v[j] = d * float(q[j]);
-        *reinterpret_cast<uint4*>(dst + 8 * u) = pack8_f16(v);
-    } else {
-        static_assert(kType == quant::kTypeIQ1_S, "dequantize_unit: unsupported type");
-        const quant::block_iq1_s& b = reinterpret_cast<const quant::block_iq1_s*>(row)[u / 32];
-        float v[8];
-        quant::iq1s_decode_group(b, kGemmGrid, int(u % 32), v);
-        *reinterpret_cast<uint4*>(dst + 8 * u) = pack8_f16(v);
-    }
-}
-
-template <uint32_t kType>
-__global__ void dequantize_rows_kernel(const uint8_t* data, uint64_t row_bytes, int64_t n_rows, int64_t cols,
-                                       int64_t units_per_row, __half* out) {
-    for (int64_t r = blockIdx.y; r < n_rows; r += gridDim.y) {
-        const uint8_t* row = data + uint64_t(r) * row_bytes;
-        __half* dst = out + r * cols;
-        for (int64_t u = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; u < units_per_row;
-             u += int64_t(gridDim.x) * blockDim.x)
-            dequantize_unit<kType>(row, u, dst);
-    }
-}
-
-// Elements per unit and the packed row size of a type, or 0 when the type or width is not taken.
-struct RowFormat {
-    int64_t unit = 0;
-    uint64_t row_bytes = 0;
-};
-
-RowFormat row_format(uint32_t type, int64_t cols) {
-    switch (type) {
-        case quant::kTypeF32: return {1, uint64_t(cols) * 4};
-        case quant::kTypeF16:
-        case quant::kTypeBF16: return {1, uint64_t(cols) * 2};
-        case quant::kTypeQ8_0:
-            if (cols % quant::kQK8_0) return {};
-            return {8, uint64_t(cols / quant::kQK8_0) * sizeof(quant::block_q8_0)};
-        case quant::kTypeIQ1_S:
-            if (cols % quant::kQK_K) return {};
-            return {8, uint64_t(cols / quant::kQK_K) * sizeof(quant::block_iq1_s)};
-        default: return {};
-    }
-}
-
-template <uint32_t kType>
-cudaError_t launch_dequantize(const uint8_t* data, uint64_t row_bytes, int64_t n_rows, int64_t cols, int64_t unit,
-                              __half* out, cudaStream_t stream) {
-    const int64_t units = cols / unit;
-    const dim3 grid(unsigned(std::min<int64_t>((units + kThreads - 1) / kThreads, 1 << 16)),
-                    unsigned(std::min<int64_t>(n_rows, 65535)));
-    dequantize_rows_kernel<kType><<<grid, kThreads, 0, stream>>>(data, row_bytes, n_rows, cols, units, out);
-    return cudaGetLastError();
-}
-
-__global__ void f32_to_f16_kernel(const float* x, size_t n, __half* out) {
-    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
-        out[i] = __float2half_rn(x[i]);
-}
-
-// ---------------------------------------------------------------------------------------------
-// gemm_iq1s_mma. One block computes a tile of 128 tokens x 128 weight rows with 8 warps, each a
+// gemm_mma. One block computes a tile of 128 tokens x 128 weight rows with 8 warps, each a
 // 64 x 32 sub-tile of m16n8k16 MMAs (f16 in, f32 accumulate): the tokens are the MMA's M (A =
 // activations, row-major [token][k]) and the weight rows its N (B = W, "col" layout = W row-major
 // [row][k]), so an accumulator fragment is y [token][row] directly. The k dimension runs in chunks
-// of 64 (a quarter of an IQ1_S block) through two shared-memory stages: while the warps multiply
-// chunk c, the activation tile of c+1 arrives by cp.async and, after the multiply, the weights of
-// c+1 are decoded (quant::iq1s_decode_group, grid table in shared memory) into the other stage;
-// one barrier a chunk. The IQ1_S blocks of the next 256 columns are prefetched into L1 so the
-// decode rarely waits on memory. Shared rows are padded to 72 halves (144 bytes), so the eight
-// 16-byte rows an ldmatrix reads fall in distinct banks. 90 KiB of shared memory, two blocks/SM.
+// of 64 (a quarter of a 256-weight block, two 32-weight blocks) through two shared-memory stages:
+// while the warps multiply chunk c, the activation tile of c+1 arrives by cp.async and, after the
+// multiply, the weights of c+1 are decoded (the type's decode8, qtype_decode.cuh: bit for bit
+// lib/quant's decoder, then rounded to f16) into the other stage; one barrier a chunk. IQ1_S and
+// IQ1_M keep their 16 KiB grid in shared memory (copied per block), the other types read their
+// (smaller) tables from global memory through L1. For IQ1_S the blocks of the next 256 columns are
+// prefetched into L1 so the decode rarely waits on memory. One instantiation per quantized type.
+// Shared rows are padded to 72 halves (144 bytes), so the eight 16-byte rows an ldmatrix reads fall
+// in distinct banks. 72 KiB of shared memory (90 KiB with the
+// grid), two blocks per SM on sm_90, one on sm_121 (GB10: 99 KiB a block at most).
 
 constexpr int kTileTok = 128;
 constexpr int kTileRows = 128;
@@ -128,11 +55,10 @@ constexpr int kPitch = kChunk + 8;
 constexpr int kMmaThreads = 256;
 constexpr int kGridBytes = quant::kIq1sGridSize * 8;
 constexpr int kStageHalves = kTileTok * kPitch;  // one stage of one operand (kTileRows == kTileTok)
-constexpr int kMmaSmemBytes = kGridBytes + 4 * kStageHalves * 2;
 static_assert(kTileRows == kTileTok, "one stage size serves both operands");
 static_assert(kTileTok * kChunk / 8 == 4 * kMmaThreads, "each thread copies four 16-byte pieces a chunk");
 static_assert(kTileRows * kChunk / 8 == 4 * kMmaThreads, "each thread decodes four groups a chunk");
-static_assert(quant::kQK_K % kChunk == 0, "a chunk never straddles an IQ1_S block");
+static_assert(quant::kQK_K % kChunk == 0, "the IQ1_S prefetch runs on 256-column block boundaries");
 
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -173,33 +99,41 @@ __device__ __forceinline__ void load_x_chunk(__half* stage, const __half* x, int
     }
 }
 
+// Types whose decode keeps the 2048-entry IQ1_S grid in shared memory.
+constexpr bool smem_grid(uint32_t type) { return type == quant::kTypeIQ1_S || type == quant::kTypeIQ1_M; }
+
+template <uint32_t kType>
+constexpr int mma_smem_bytes() {
+    return (smem_grid(kType) ? kGridBytes : 0) + 4 * kStageHalves * 2;
+}
+
 // Weights of chunk c: 128 rows x 8 groups of eight, decoded to f16 (4 groups per thread). Rows
 // past the matrix are zeros.
+template <uint32_t kType>
 __device__ __forceinline__ void decode_w_chunk(__half* stage, const uint8_t* w, uint64_t row_bytes, int64_t rows,
-                                               int64_t row0, const uint64_t* grid, int c) {
-    const int block = c / (quant::kQK_K / kChunk);
-    const int group = (c % (quant::kQK_K / kChunk)) * (kChunk / 8) + int(threadIdx.x & 7);
+                                               int64_t row0, const QTables& tab, int c) {
+    const int64_t group = int64_t(c) * (kChunk / 8) + int(threadIdx.x & 7);  // along the row
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         const int r = int(threadIdx.x >> 3) + 32 * j;
         uint4 packed = make_uint4(0, 0, 0, 0);
         if (row0 + r < rows) {
-            const auto* b = reinterpret_cast<const quant::block_iq1_s*>(w + uint64_t(row0 + r) * row_bytes) + block;
             float v[8];
-            quant::iq1s_decode_group(*b, grid, group, v);
+            decode_row_group<kType>(w + uint64_t(row0 + r) * row_bytes, group, tab, v);
             packed = pack8_f16(v);
         }
         *reinterpret_cast<uint4*>(stage + r * kPitch + (threadIdx.x & 7) * 8) = packed;
     }
 }
 
+template <uint32_t kType>
 __global__ void __launch_bounds__(kMmaThreads, 2)
-    gemm_iq1s_mma_kernel(const uint8_t* w, uint64_t row_bytes, int64_t rows, int64_t cols, const __half* x,
-                         int n_tokens, float* y) {
+    gemm_mma_kernel(const uint8_t* w, uint64_t row_bytes, int64_t rows, int64_t cols, const __half* x, int n_tokens,
+                    float* y) {
+    constexpr int kGrid = smem_grid(kType) ? kGridBytes : 0;
     extern __shared__ __align__(16) unsigned char smem[];
-    uint64_t* grid = reinterpret_cast<uint64_t*>(smem);
-    __half* xs = reinterpret_cast<__half*>(smem + kGridBytes);  // [2][kTileTok][kPitch]
-    __half* ws = xs + 2 * kStageHalves;                         // [2][kTileRows][kPitch]
+    __half* xs = reinterpret_cast<__half*>(smem + kGrid);  // [2][kTileTok][kPitch]
+    __half* ws = xs + 2 * kStageHalves;                    // [2][kTileRows][kPitch]
 
     const int tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
     const int64_t row0 = int64_t(blockIdx.x) * kTileRows;
@@ -207,11 +141,16 @@ __global__ void __launch_bounds__(kMmaThreads, 2)
     const int n_chunks = int(cols / kChunk);
     const int n_blocks = int(cols / quant::kQK_K);
 
-    for (int i = tid; i < quant::kIq1sGridSize; i += kMmaThreads) grid[i] = kGemmGrid[i];
+    QTables tab = device_qtables();
+    if constexpr (smem_grid(kType)) {
+        uint64_t* grid = reinterpret_cast<uint64_t*>(smem);
+        for (int i = tid; i < quant::kIq1sGridSize; i += kMmaThreads) grid[i] = kDevIq1sGrid[i];
+        tab.iq1s_grid = grid;
+    }
     load_x_chunk(xs, x, cols, tok0, n_tokens, 0);
     cp_async_commit();
     __syncthreads();  // the grid table is complete before any decode reads it
-    decode_w_chunk(ws, w, row_bytes, rows, row0, grid, 0);
+    decode_w_chunk<kType>(ws, w, row_bytes, rows, row0, tab, 0);
     cp_async_wait_all();
     __syncthreads();
 
@@ -233,12 +172,15 @@ __global__ void __launch_bounds__(kMmaThreads, 2)
             load_x_chunk(xs + (cur ^ 1) * kStageHalves, x, cols, tok0, n_tokens, c + 1);
             cp_async_commit();
         }
-        const int block = c / (quant::kQK_K / kChunk);
-        if (c % (quant::kQK_K / kChunk) == 0 && block + 1 < n_blocks && tid < kTileRows && row0 + tid < rows) {
-            // The next IQ1_S block of this thread's row (50 bytes: up to two cache lines) into L1.
-            const uint8_t* next = w + uint64_t(row0 + tid) * row_bytes + uint64_t(block + 1) * sizeof(quant::block_iq1_s);
-            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(next));
-            asm volatile("prefetch.global.L1 [%0];\n" ::"l"(next + sizeof(quant::block_iq1_s) - 1));
+        if constexpr (kType == quant::kTypeIQ1_S) {
+            const int block = c / (quant::kQK_K / kChunk);
+            if (c % (quant::kQK_K / kChunk) == 0 && block + 1 < n_blocks && tid < kTileRows && row0 + tid < rows) {
+                // The next IQ1_S block of this thread's row (50 bytes: up to two cache lines) into L1.
+                const uint8_t* next =
+                    w + uint64_t(row0 + tid) * row_bytes + uint64_t(block + 1) * sizeof(quant::block_iq1_s);
+                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(next));
+                asm volatile("prefetch.global.L1 [%0];\n" ::"l"(next + sizeof(quant::block_iq1_s) - 1));
+            }
         }
 
         const __half* xs_c = xs + cur * kStageHalves;
@@ -266,7 +208,7 @@ __global__ void __launch_bounds__(kMmaThreads, 2)
         }
 
         if (more) {
-            decode_w_chunk(ws + (cur ^ 1) * kStageHalves, w, row_bytes, rows, row0, grid, c + 1);
+            decode_w_chunk<kType>(ws + (cur ^ 1) * kStageHalves, w, row_bytes, rows, row0, tab, c + 1);
             cp_async_wait_all();
         }
         __syncthreads();  // stage cur^1 complete for everyone; stage cur free for iteration c+1
@@ -289,28 +231,21 @@ __global__ void __launch_bounds__(kMmaThreads, 2)
         }
 }
 
-}  // namespace
-
-cudaError_t dequantize_rows_f16(const DeviceMatrix& w, int64_t row0, int64_t n_rows, __half* out,
-                                cudaStream_t stream) {
-    if (row0 < 0 || n_rows < 0 || row0 > w.rows || n_rows > w.rows - row0 || w.cols < 1) return cudaErrorInvalidValue;
-    if (n_rows == 0) return cudaSuccess;
-    const RowFormat f = row_format(w.type, w.cols);
-    // 16-byte stores of eight halves need an aligned out (every row then is: cols % 8 == 0).
-    if (f.unit == 0 || w.row_bytes < f.row_bytes || !w.data || !out || (reinterpret_cast<uintptr_t>(out) & 15u))
-        return cudaErrorInvalidValue;
-    const uint8_t* data = w.row(row0);
-    switch (w.type) {
-        case quant::kTypeF32: return launch_dequantize<quant::kTypeF32>(data, w.row_bytes, n_rows, w.cols, f.unit, out, stream);
-        case quant::kTypeF16: return launch_dequantize<quant::kTypeF16>(data, w.row_bytes, n_rows, w.cols, f.unit, out, stream);
-        case quant::kTypeBF16:
-            return launch_dequantize<quant::kTypeBF16>(data, w.row_bytes, n_rows, w.cols, f.unit, out, stream);
-        case quant::kTypeQ8_0:
-            return launch_dequantize<quant::kTypeQ8_0>(data, w.row_bytes, n_rows, w.cols, f.unit, out, stream);
-        default:
-            return launch_dequantize<quant::kTypeIQ1_S>(data, w.row_bytes, n_rows, w.cols, f.unit, out, stream);
-    }
+template <uint32_t kType>
+cudaError_t launch_mma(const DeviceMatrix& w, const __half* x, int n_tokens, float* y, cudaStream_t stream) {
+    const int64_t row_tiles = (w.rows + kTileRows - 1) / kTileRows;
+    const int64_t tok_tiles = (int64_t(n_tokens) + kTileTok - 1) / kTileTok;
+    if (row_tiles > 0x7fffffff || tok_tiles > 65535 || w.cols / kChunk > 0x7fffffff) return cudaErrorInvalidValue;
+    constexpr int kSmem = mma_smem_bytes<kType>();
+    if (cudaError_t e = cudaFuncSetAttribute(gemm_mma_kernel<kType>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+        e != cudaSuccess)
+        return e;
+    gemm_mma_kernel<kType><<<dim3(unsigned(row_tiles), unsigned(tok_tiles)), kMmaThreads, kSmem, stream>>>(
+        w.data, w.row_bytes, w.rows, w.cols, x, n_tokens, y);
+    return cudaGetLastError();
 }
+
+}  // namespace
 
 cudaError_t f32_to_f16(const float* x, size_t n, __half* out, cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
@@ -320,22 +255,24 @@ cudaError_t f32_to_f16(const float* x, size_t n, __half* out, cudaStream_t strea
     return cudaGetLastError();
 }
 
-cudaError_t gemm_iq1s_mma(const DeviceMatrix& w, const __half* x, int n_tokens, float* y, cudaStream_t stream) {
-    if (w.type != quant::kTypeIQ1_S || w.cols < quant::kQK_K || w.cols % quant::kQK_K || w.rows < 1 ||
-        n_tokens < 1 || !w.data || !x || !y || (reinterpret_cast<uintptr_t>(x) & 15u) ||
-        w.row_bytes < row_format(w.type, w.cols).row_bytes || (w.row_bytes & 1u) ||
-        (reinterpret_cast<uintptr_t>(w.data) & 1u))
+bool gemm_mma_supports(uint32_t type, int64_t cols) {
+    return qtype_block_align(type) > 0 && cols >= kChunk && cols % kChunk == 0;
+}
+
+cudaError_t gemm_mma(const DeviceMatrix& w, const __half* x, int n_tokens, float* y, cudaStream_t stream) {
+    const quant::TypeTraits* t = quant::find_type_traits(w.type);
+    if (!gemm_mma_supports(w.type, w.cols) || !t || w.cols % t->block_elements != 0 || w.rows < 1 || n_tokens < 1 ||
+        !w.data || !x || !y || (reinterpret_cast<uintptr_t>(x) & 15u) ||
+        w.row_bytes < uint64_t(w.cols / t->block_elements) * t->block_bytes ||
+        (reinterpret_cast<uintptr_t>(w.data) | uintptr_t(w.row_bytes)) % uintptr_t(qtype_block_align(w.type)) != 0)
         return cudaErrorInvalidValue;
-    const int64_t row_tiles = (w.rows + kTileRows - 1) / kTileRows;
-    const int64_t tok_tiles = (int64_t(n_tokens) + kTileTok - 1) / kTileTok;
-    if (row_tiles > 0x7fffffff || tok_tiles > 65535 || w.cols / kChunk > 0x7fffffff) return cudaErrorInvalidValue;
-    if (cudaError_t e = cudaFuncSetAttribute(gemm_iq1s_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             kMmaSmemBytes);
-        e != cudaSuccess)
-        return e;
-    gemm_iq1s_mma_kernel<<<dim3(unsigned(row_tiles), unsigned(tok_tiles)), kMmaThreads, kMmaSmemBytes, stream>>>(
-        w.data, w.row_bytes, w.rows, w.cols, x, n_tokens, y);
-    return cudaGetLastError();
+    switch (w.type) {
+#define STRATA_MMA_CASE(type) \
+    case type: return launch_mma<type>(w, x, n_tokens, y, stream);
+        STRATA_CUDA_QTYPES(STRATA_MMA_CASE)
+#undef STRATA_MMA_CASE
+    default: return cudaErrorInvalidValue;
+    }
 }
 
 }  // namespace strata::cuda

@@ -36,6 +36,7 @@
 
 #include "gemv.cuh"
 #include "gemv_launch.cuh"
+#include "qtype_dot.cuh"
 #include "quant/iq1s_block.hpp"
 #include "quant/q8_k.hpp"
 
@@ -47,7 +48,7 @@ constexpr int kMaxThreads = 256;  // threads per block at most (one sub-block po
 constexpr int kSubBlocks = quant::kQK_K / quant::kIq1sSubBlock;  // 8 per superblock
 constexpr int kIq1sBytes = int(sizeof(quant::block_iq1_s));       // 50
 constexpr int kQ8KBytes = int(sizeof(quant::block_q8_K));         // 292
-constexpr int kGridBytes = quant::kIq1sGridSize * 4;              // 8 KiB, packed (pack_grid_entry)
+constexpr int kGridBytes = quant::kIq1sGridSize * 4;              // 8 KiB, packed (iq1_pack_entry)
 // The wide variant (1 or 2 tokens): kWideCopies copies of the table, word idx * 16 + c holding
 // copy c of entry idx, lane L reading copy L % 16, so that a warp's 32 lookups meet at most 2 to a
 // bank (lanes L and L + 16) instead of ~3.5 for random indices into one copy. 128 KiB, so one block
@@ -76,34 +77,17 @@ struct Iq1sArgs {
     float* y;            // [n_tokens][rows]
 };
 
-// A grid entry (eight values in {-1, 0, 1}) as value + 1 in 4 bits: value j < 4 in the low
-// nibble of byte j, value 4 + j in its high nibble, so e & 0x0f0f0f0f and (e >> 4) & 0x0f0f0f0f
-// are the two dp4a operands (values + 1, in 0..2). The +1 is taken back with the activations'
-// sum: sum (g+1) q = sum g q + sum q, and sum q over a sub-block is bsums[2s] + bsums[2s+1]
-// (Q8_K's bsums are the sums of its qs, as quantize_activations and quantize_row_q8_k write them).
-constexpr uint32_t pack_grid_entry(uint64_t e) {
-    uint32_t p = 0;
-    for (int k = 0; k < 4; ++k) {
-        p |= ((uint32_t(e >> (8 * k)) + 1u) & 0xfu) << (8 * k);
-        p |= ((uint32_t(e >> (8 * (k + 4))) + 1u) & 0xfu) << (8 * k + 4);
-    }
-    return p;
-}
-
-struct alignas(16) PackedGrid {
-    uint32_t entry[quant::kIq1sGridSize];
-};
-
-constexpr PackedGrid pack_grid() {
-    PackedGrid g{};
-    for (int i = 0; i < quant::kIq1sGridSize; ++i) g.entry[i] = pack_grid_entry(quant::kIq1sGrid[i]);
-    return g;
-}
+// A grid entry (eight values in {-1, 0, 1}) as value + 1 in 4 bits (iq1_pack_entry,
+// qtype_dot.cuh): value j < 4 in the low nibble of byte j, value 4 + j in its high nibble, so
+// e & 0x0f0f0f0f and (e >> 4) & 0x0f0f0f0f are the two dp4a operands (values + 1, in 0..2). The +1
+// is taken back with the activations' sum: sum (g+1) q = sum g q + sum q, and sum q over a
+// sub-block is bsums[2s] + bsums[2s+1] (Q8_K's bsums are the sums of its qs, as
+// quantize_activations and quantize_row_q8_k write them).
+using PackedGrid = Iq1PackedGrid;
 
 // The packed table in global memory, built at compile time from the one host table; each
 // (persistent) block copies it into shared memory once.
-__device__ const PackedGrid kPackedGrid = pack_grid();
-static_assert(pack_grid_entry(0x00ff01ff00ff0100ull) == 0x11002201u, "byte j: value j + 1 low, value 4 + j + 1 high");
+__device__ const PackedGrid kPackedGrid = iq1_packed_grid();
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));

@@ -20,6 +20,16 @@ cudaError_t launch_iq1s(const DeviceMatrix& w, const void* act, int n_tokens, fl
 // Q8_0 x Q8_0 (gemv_dense.cu); act: n_tokens rows of cols/32 block_q8_0, 2-byte aligned.
 cudaError_t launch_q8_0(const DeviceMatrix& w, const void* act, int n_tokens, float* y, cudaStream_t stream);
 
+// The fused kernels of the Kimi types (gemv_fused.cuh): Q4_K, Q5_K, Q6_K (gemv_fused_k.cu); IQ1_M,
+// IQ2_XXS, IQ3_XXS, IQ4_XS, IQ4_NL (gemv_fused_iq.cu). act: n_tokens rows of the type's activation
+// blocks (Q8_K, or Q8_0 for IQ4_NL), 4-byte aligned; w.data aligned as QDot<type>::kAlign.
+cudaError_t launch_fused_k(const DeviceMatrix& w, const void* act, int n_tokens, float* y, cudaStream_t stream);
+cudaError_t launch_fused_iq(const DeviceMatrix& w, const void* act, int n_tokens, float* y, cudaStream_t stream);
+
+// Dequantize-then-dot for the quantized types without a fused kernel (gemv_decode.cu), with the
+// float activations x (4-byte aligned); w.data aligned as the type's block struct.
+cudaError_t launch_decode(const DeviceMatrix& w, const float* x, int n_tokens, float* y, cudaStream_t stream);
+
 // F32 / F16 / BF16 weights times float activations (gemv_dense.cu).
 cudaError_t launch_float(const DeviceMatrix& w, const float* x, int n_tokens, float* y, cudaStream_t stream);
 

@@ -10,6 +10,7 @@
 #include "cuda_error.hpp"
 #include "exec/device_plan.hpp"
 #include "gemv.cuh"
+#include "gpu_types.hpp"
 #include "gguf/ggml_types.hpp"
 #include "util/error.hpp"
 
@@ -84,7 +85,9 @@ void check_matrix(const model::WeightView& v) {
     if (!v.present()) fail(Status::internal, "GPU upload: tensor " + v.name + " is not bound");
     if (!gemv_supports(v.type))
         fail(Status::unsupported, "GPU upload: tensor " + v.name + " has type " + gguf::ggml_type_name(v.type) +
-                                      ", which the CUDA products do not take (f32, f16, bf16, q8_0, iq1_s)");
+                                      " (ggml type " + std::to_string(v.type) +
+                                      "), which the CUDA products do not take (they take " + gpu_weight_type_names() +
+                                      ")");
 }
 
 }  // namespace

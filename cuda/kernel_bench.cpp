@@ -46,6 +46,12 @@ constexpr double kPrefillGoalPercent = 60;
 // 18432) layers, rows x cols = outputs x inputs.
 constexpr Shape kShapes[] = {{4096, 4096}, {4096, 14336}, {14336, 4096}, {7168, 18432}, {18432, 7168}};
 constexpr Shape kOneShape = {4096, 14336};  // where the extra types and batch sizes run
+// Issue 15's GEMV shapes for the other types of a Kimi release (rows x cols).
+constexpr Shape kSquareShape = {4096, 4096};
+constexpr Shape kKimiShape = {7168, 2048};
+constexpr uint32_t kKimiTypes[] = {quant::kTypeIQ1_M, quant::kTypeIQ2_XXS, quant::kTypeIQ3_XXS, quant::kTypeIQ4_XS,
+                                   quant::kTypeQ4_K,  quant::kTypeQ5_K,    quant::kTypeQ6_K,    quant::kTypeQ8_0,
+                                   quant::kTypeIQ4_NL};
 
 }  // namespace
 
@@ -251,8 +257,8 @@ std::string chosen_path(const std::string& described, Shape s) {
 
 }  // namespace
 
-void Suite::prefill_rows(Shape s, std::span<const int> tokens) {
-    const std::string base = "prefill iq1_s " + shape_text(s);
+void Suite::prefill_rows(uint32_t type, Shape s, std::span<const int> tokens) {
+    const std::string base = std::string("prefill ") + gguf::ggml_type_name(type) + " " + shape_text(s);
     auto name_of = [&](const char* path, int t) { return base + " tokens=" + std::to_string(t) + " " + path; };
     bool any = false;
     for (int t : tokens)
@@ -260,7 +266,7 @@ void Suite::prefill_rows(Shape s, std::span<const int> tokens) {
     if (!any || lost_) return;
     guarded(base + " setup", [&] {
         const int max_t = *std::max_element(tokens.begin(), tokens.end());
-        const MatrixSet w = matrices(quant::kTypeIQ1_S, s);
+        const MatrixSet w = matrices(type, s);
         const std::vector<float> x_host = bench::random_floats(size_t(max_t) * size_t(s.cols), rng_);
         DeviceBuffer x(x_host.size() * sizeof(float));
         bench::upload(x, 0, x_host.data(), x.bytes());
@@ -286,7 +292,7 @@ void Suite::prefill_rows(Shape s, std::span<const int> tokens) {
             double ceiling = 0;
             auto common = [&](json& row, const char* path) {
                 row["kernel"] = path;
-                row["type"] = "iq1_s";
+                row["type"] = gguf::ggml_type_name(type);
                 row["rows"] = s.rows;
                 row["cols"] = s.cols;
                 row["tokens"] = t;
@@ -314,8 +320,8 @@ void Suite::prefill_rows(Shape s, std::span<const int> tokens) {
             if (wanted(name_of("mma", t)))
                 guarded(name_of("mma", t), [&] {
                     bench::poison(y.get(), y.bytes(), stream_);
-                    const Timing g = time("gemm_iq1s_mma", [&](int64_t k) {
-                        return gemm_iq1s_mma(w.at(k), x16.get<__half>(), t, y.get<float>(), stream_);
+                    const Timing g = time("gemm_mma", [&](int64_t k) {
+                        return gemm_mma(w.at(k), x16.get<__half>(), t, y.get<float>(), stream_);
                     });
                     json row = flops_row(name_of("mma", t), "prefill", g, flops, ceiling, ceiling_name, kPrefillGoalPercent);
                     common(row, "mma");
@@ -538,18 +544,28 @@ json Suite::run() {
         const std::vector<int> ends{1, 8};
         gemv_rows(quant::kTypeQ8_0, kOneShape, ends, false);
         gemv_rows(quant::kTypeF16, kOneShape, ends, false);
+        // The other types of a Kimi release (fused kernels) on the shapes issue 15 names, and one
+        // dequantize-then-dot type (Q4_0) beside them; each row's GB/s sits beside the streaming read.
+        for (const uint32_t type : kKimiTypes) {
+            gemv_rows(type, kSquareShape, ends, true);
+            gemv_rows(type, kKimiShape, ends, true);
+            if (!o_.quick) gemv_rows(type, kOneShape, ends, true);
+        }
+        gemv_rows(quant::kTypeQ4_0, kSquareShape, ends, false);
         const std::vector<int> batch{512};
         if (o_.quick) {
-            prefill_rows(kOneShape, batch);
+            prefill_rows(quant::kTypeIQ1_S, kOneShape, batch);
+            prefill_rows(quant::kTypeQ4_K, kSquareShape, batch);
         } else {
             for (Shape s : kShapes) {
                 if (s.rows == kOneShape.rows && s.cols == kOneShape.cols) {
                     const std::vector<int> three{16, 512, 4096};
-                    prefill_rows(s, three);
+                    prefill_rows(quant::kTypeIQ1_S, s, three);
                 } else {
-                    prefill_rows(s, batch);
+                    prefill_rows(quant::kTypeIQ1_S, s, batch);
                 }
             }
+            for (const uint32_t type : kKimiTypes) prefill_rows(type, kSquareShape, batch);
         }
         attention_rows();
         mla_rows();

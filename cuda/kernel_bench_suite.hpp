@@ -139,7 +139,7 @@ private:
 
     void ceilings();
     void gemv_rows(uint32_t type, Shape s, std::span<const int> tokens, bool with_goal);
-    void prefill_rows(Shape s, std::span<const int> tokens);
+    void prefill_rows(uint32_t type, Shape s, std::span<const int> tokens);
     void attention_rows();
     void rms_norm_rows();
     void attn_res_mix_rows();  // kernel_bench.cpp

@@ -1,5 +1,5 @@
 // DeviceMatmul (matmul.hpp): gemv for decode sizes; for prefill sizes the measured choice between
-// the tensor-core IQ1_S kernel and dequantize-to-f16 + cuBLAS. UNTESTED ON A GPU.
+// the tensor-core kernel (any quantized type) and dequantize-to-f16 + cuBLAS. UNTESTED ON A GPU.
 #include "matmul.hpp"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "cuda_error.hpp"
 #include "gemm.cuh"
 #include "gemv.cuh"
+#include "gpu_types.hpp"
 #include "quant/iq1s_block.hpp"
 #include "quant/type_ids.hpp"
 #include "util/error.hpp"
@@ -41,8 +42,8 @@ Workspace workspace_for(const MatmulLimits& l) {
                                            std::to_string(l.max_cols) + ", rows " + std::to_string(l.max_rows) +
                                            ", tokens " + std::to_string(l.max_tokens) + ")");
     Workspace w;
-    // Quantized activations for gemv: Q8_K (IQ1_S weights) or Q8_0 blocks, whichever is larger, for
-    // the widest row rounded up to whole superblocks.
+    // Quantized activations for gemv: Q8_K (K-quant and i-quant weights) or Q8_0 blocks, whichever
+    // is larger, for the widest row rounded up to whole superblocks.
     const int64_t act_cols = (l.max_cols + quant::kQK_K - 1) / quant::kQK_K * quant::kQK_K;
     w.act = std::max(gemv_act_bytes(quant::kTypeIQ1_S, act_cols, kGemvMaxTokens),
                      gemv_act_bytes(quant::kTypeQ8_0, act_cols, kGemvMaxTokens));
@@ -81,7 +82,7 @@ struct Prefill {
 
     cudaError_t launch(MatmulPath path) const {
         if (cudaError_t e = f32_to_f16(x, size_t(n_tokens) * size_t(w.cols), x16, stream); e != cudaSuccess) return e;
-        if (path == MatmulPath::mma) return gemm_iq1s_mma(w, x16, int(n_tokens), y, stream);
+        if (path == MatmulPath::mma) return gemm_mma(w, x16, int(n_tokens), y, stream);
         if (path != MatmulPath::cublas || !cublas) return cudaErrorInvalidValue;
         for (int64_t r0 = 0; r0 < w.rows; r0 += panel_rows) {
             const int64_t nr = std::min(panel_rows, w.rows - r0);
@@ -166,7 +167,9 @@ void DeviceMatmul::run(const DeviceMatrix& w, const float* x, int64_t n_tokens, 
                  " rows, " + std::to_string(limits_.max_cols) + " cols, " + std::to_string(limits_.max_tokens) +
                  " tokens)");
     if (!w.data || !x || !y) fail(Status::invalid_argument, "DeviceMatmul: null pointer for " + shape_text(w, n_tokens));
-    if (!gemv_supports(w.type)) fail(Status::unsupported, "DeviceMatmul: weight type " + std::to_string(w.type));
+    if (!gemv_supports(w.type))
+        fail(Status::unsupported, "DeviceMatmul: weight type " + std::to_string(w.type) +
+                                      " is not one the CUDA products take (" + gpu_weight_type_names() + ")");
 
     if (n_tokens <= kGemvMaxTokens) {  // no sync, no allocation: graph-capturable
         check(quantize_activations(w.type, x, w.cols, int(n_tokens), act_, stream_), "DeviceMatmul: quantize_activations");
@@ -176,10 +179,19 @@ void DeviceMatmul::run(const DeviceMatrix& w, const float* x, int64_t n_tokens, 
 
     std::array<MatmulPath, 2> candidates{};
     size_t n_candidates = 0;
-    if (w.type == quant::kTypeIQ1_S) candidates[n_candidates++] = MatmulPath::mma;
+    if (gemm_mma_supports(w.type, w.cols)) candidates[n_candidates++] = MatmulPath::mma;
     if (cublas_) candidates[n_candidates++] = MatmulPath::cublas;
-    if (n_candidates == 0)
-        fail(Status::unsupported, "DeviceMatmul: " + shape_text(w, n_tokens) + " needs cuBLAS (" + cublas_why_ + ")");
+    if (n_candidates == 0) {
+        // No tensor-core kernel for this type or width (float types, rows of partial 64-column
+        // chunks) and no cuBLAS: the decode products, eight tokens at a time (slow, never refused).
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kGemvMaxTokens) {
+            const int nt = int(std::min<int64_t>(kGemvMaxTokens, n_tokens - t0));
+            const float* xt = x + t0 * w.cols;
+            check(quantize_activations(w.type, xt, w.cols, nt, act_, stream_), "DeviceMatmul: quantize_activations");
+            check(gemv(w, xt, act_, nt, y + t0 * w.rows, stream_), "DeviceMatmul: gemv (no prefill path)");
+        }
+        return;
+    }
 
     const Prefill prefill{w, x, n_tokens, y, static_cast<__half*>(x16_), static_cast<__half*>(panel_), panel_rows_,
                           cublas_, stream_};

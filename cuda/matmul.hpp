@@ -1,10 +1,11 @@
 // The CUDA backend's product y = W x for any token count (host code): gemv (gemv.cuh) up to
-// kGemvMaxTokens rows, otherwise the faster of the tensor-core IQ1_S kernel and dequantize-to-f16
-// + cuBLAS for that shape, measured the first time it is seen (exec::MatmulChooser). Owns the
-// workspaces: quantized activations, f16 activations and an f16 weight panel, sized at creation.
+// kGemvMaxTokens rows, otherwise the faster of the tensor-core kernel (gemm_mma, any quantized
+// type) and dequantize-to-f16 + cuBLAS for that shape, measured the first time it is seen
+// (exec::MatmulChooser). Owns the workspaces: quantized activations, f16 activations and an f16
+// weight panel, sized at creation.
 // Usable inside CUDA graph capture for n_tokens <= kGemvMaxTokens (no allocation, no sync).
 //
-// UNTESTED ON A GPU until a device check has run it (cuda/tests/test_gemm.cu).
+// UNTESTED ON A GPU until a device check has run it (cuda/tests/test_gemm.cpp).
 #pragma once
 
 #include <cstdint>
@@ -40,7 +41,8 @@ public:
     // CUDA failure or a shape beyond the limits.
     void run(const DeviceMatrix& w, const float* x, int64_t n_tokens, float* y);
 
-    // Whether cuBLAS could be loaded (why not, otherwise): without it only the MMA path runs.
+    // Whether cuBLAS could be loaded (why not, otherwise): without it prefill sizes run the MMA
+    // path, or (float types, rows of partial 64-column chunks) gemv eight tokens at a time.
     bool has_cublas(std::string* why = nullptr) const;
     const exec::MatmulChooser& chooser() const { return chooser_; }
 

@@ -3,17 +3,13 @@
 // FMA contraction separates them from lib/exec, which is built with -ffp-contract=off); the RMS
 // sums of squares run in double like exec::rms_norm, only their summation order differs.
 // Launch-only: no allocation, no synchronization; grid sizes never depend on device data.
+// (get_rows, the embedding rows of every weight type, lives with the other decoders in dequant.cu.)
 //
 // UNTESTED ON A GPU until cuda/tests/test_ops.cu has run on one.
 #include "ops.cuh"
 
 #include <cuda_fp16.h>
 
-#include "iq1s_grid_constant.cuh"  // kIq1sGridDevice: the IQ1_S grid in constant memory
-#include "quant/half.hpp"
-#include "quant/iq1s_block.hpp"
-#include "quant/q8_0.hpp"
-#include "quant/type_ids.hpp"
 #include "warp_reduce.cuh"
 
 namespace strata::cuda {
@@ -77,71 +73,6 @@ __global__ void add_row_bias_kernel(float* x, const float* bias, int64_t width, 
         x[i] = __fadd_rn(x[i], bias[i % uint64_t(width)]);
 }
 
-// ---- embedding rows -------------------------------------------------------------------------
-
-// One block per requested row; each value exactly as quant::dequantize_row computes it. An id
-// outside the table gives a row of NaN instead of a read past the table (ids are checked on the
-// host before they get here; this only keeps a bad one from faulting the device).
-__global__ void get_rows_kernel(DeviceMatrix table, const int32_t* ids, float* out) {
-    const int64_t cols = table.cols;
-    float* o = out + int64_t(blockIdx.x) * cols;
-    const int32_t id = ids[blockIdx.x];
-    if (id < 0 || int64_t(id) >= table.rows) {
-        for (int64_t c = threadIdx.x; c < cols; c += kThreads) o[c] = __int_as_float(0x7fc00000);
-        return;
-    }
-    const uint8_t* row = table.data + uint64_t(id) * table.row_bytes;  // (DeviceMatrix::row is host-only)
-    switch (table.type) {
-        case quant::kTypeF32: {
-            const float* r = reinterpret_cast<const float*>(row);
-            for (int64_t c = threadIdx.x; c < cols; c += kThreads) o[c] = r[c];
-            break;
-        }
-        case quant::kTypeF16: {
-            const uint16_t* r = reinterpret_cast<const uint16_t*>(row);
-            for (int64_t c = threadIdx.x; c < cols; c += kThreads) o[c] = quant::f16_to_f32(r[c]);
-            break;
-        }
-        case quant::kTypeBF16: {
-            const uint16_t* r = reinterpret_cast<const uint16_t*>(row);
-            for (int64_t c = threadIdx.x; c < cols; c += kThreads) o[c] = quant::bf16_to_f32(r[c]);
-            break;
-        }
-        case quant::kTypeQ8_0: {
-            const auto* b = reinterpret_cast<const quant::block_q8_0*>(row);
-            for (int64_t c = threadIdx.x; c < cols; c += kThreads) {
-                const quant::block_q8_0& blk = b[c / quant::kQK8_0];
-                o[c] = __fmul_rn(quant::f16_to_f32(blk.d), float(blk.qs[c % quant::kQK8_0]));
-            }
-            break;
-        }
-        case quant::kTypeIQ1_S: {  // one thread per group of eight weights
-            const auto* b = reinterpret_cast<const quant::block_iq1_s*>(row);
-            for (int64_t g = threadIdx.x; g < cols / 8; g += kThreads) {
-                float v[8];
-                quant::iq1s_decode_group(b[g / 32], kIq1sGridDevice, int(g % 32), v);
-                for (int j = 0; j < 8; ++j) o[g * 8 + j] = v[j];
-            }
-            break;
-        }
-        default: break;  // refused by get_rows before launch
-    }
-}
-
-// Bytes one row of cols values takes, 0 for a type get_rows does not read or a ragged row.
-uint64_t min_row_bytes(uint32_t type, int64_t cols) {
-    switch (type) {
-        case quant::kTypeF32: return uint64_t(cols) * 4;
-        case quant::kTypeF16:
-        case quant::kTypeBF16: return uint64_t(cols) * 2;
-        case quant::kTypeQ8_0:
-            return cols % quant::kQK8_0 ? 0 : uint64_t(cols / quant::kQK8_0) * sizeof(quant::block_q8_0);
-        case quant::kTypeIQ1_S:
-            return cols % quant::kQK_K ? 0 : uint64_t(cols / quant::kQK_K) * sizeof(quant::block_iq1_s);
-        default: return 0;
-    }
-}
-
 // ---- RoPE -------------------------------------------------------------------------------------
 
 // One thread per (token, head, pair). The position is read here, on the device, so a captured
@@ -202,19 +133,6 @@ cudaError_t add_row_bias(float* x, const float* bias, int64_t width, int n_rows,
     if (!x || !bias || width < 0 || n_rows < 0) return cudaErrorInvalidValue;
     const uint64_t n = uint64_t(width) * uint64_t(n_rows);
     add_row_bias_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, bias, width, n);
-    return cudaGetLastError();
-}
-
-cudaError_t get_rows(const DeviceMatrix& table, const int32_t* ids, int n, float* out, cudaStream_t stream) {
-    if (n == 0) return cudaSuccess;
-    const uint64_t need = min_row_bytes(table.type, table.cols);
-    if (!table.data || !ids || !out || n < 0 || table.cols <= 0 || table.rows <= 0 || need == 0 || table.row_bytes < need)
-        return cudaErrorInvalidValue;
-    // Every format's rows hold 2-byte fields (f16 scales, halves) or floats: refuse addresses that
-    // would make those loads misaligned instead of faulting on the device.
-    const unsigned align = table.type == quant::kTypeF32 ? 4u : 2u;
-    if ((reinterpret_cast<uintptr_t>(table.data) | uintptr_t(table.row_bytes)) % align != 0) return cudaErrorInvalidValue;
-    get_rows_kernel<<<unsigned(n), kThreads, 0, stream>>>(table, ids, out);
     return cudaGetLastError();
 }
 

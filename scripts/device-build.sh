@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
 # Builds, on a machine without a GPU, what a GPU machine needs to check the CUDA backend, and
 # gathers it in one folder for scripts/device-check.sh:
-#   build-device/   Release, -DSTRATA_CUDA=ON, CUDA architecture 90 (H100/H200; STRATA_CUDA_ARCH)
+#   build-device/   Release, -DSTRATA_CUDA=ON, device code for sm_90 (H100/H200) and sm_121 (DGX Spark
+#                   GB10) plus compute_90 PTX (cuda/CMakeLists.txt), or STRATA_CUDA_ARCH's list
 #   out/device/     every strata_cuda_*_tests program, strata-bench, strata-mkmodel, strata-run, strata-worker,
 #                   libstrata.so, device-check.sh and the non-system shared libraries they load
 #                   (ldd), stripped; its size is printed (it must stay under 60 MB)
 # Only those targets are built. The GPU machine needs its driver and nothing from here beyond
 # the folder (cuBLAS is loaded from its CUDA toolkit at run time when present).
 #   scripts/device-build.sh            then copy out/device/ over and run ./device-check.sh there
-# Environment: STRATA_DEVICE_BUILD (build dir), STRATA_DEVICE_OUT (folder), STRATA_CUDA_ARCH,
-# STRATA_JOBS (parallel jobs; default: the CPU count).
+# Environment: STRATA_DEVICE_BUILD (build dir), STRATA_DEVICE_OUT (folder), STRATA_CUDA_ARCH (a
+# CMAKE_CUDA_ARCHITECTURES list, e.g. 90 or 121, instead of the default), STRATA_JOBS (parallel
+# jobs; default: the CPU count).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$STRATA_ROOT"
 
 BUILD="${STRATA_DEVICE_BUILD:-$STRATA_ROOT/build-device}"
 OUT="${STRATA_DEVICE_OUT:-$STRATA_ROOT/out/device}"
-ARCH="${STRATA_CUDA_ARCH:-90}"
+ARCH="${STRATA_CUDA_ARCH:-}"
 JOBS="${STRATA_JOBS:-$(nproc)}"
 LIMIT_MB=60
 start=$(date +%s)
@@ -24,8 +26,15 @@ start=$(date +%s)
 command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] || { echo "device-build: nvcc not found" >&2; exit 1; }
 command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 
-log "configuring $BUILD (Release, CUDA architecture $ARCH)"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
+if [ -n "$ARCH" ]; then
+  arch_args=(-DCMAKE_CUDA_ARCHITECTURES="$ARCH")
+  arch_text="CUDA architectures $ARCH"
+else
+  arch_args=(-UCMAKE_CUDA_ARCHITECTURES)  # the project's default (a cached list from an older run would win)
+  arch_text="sm_90 + sm_121 SASS, compute_90 PTX"
+fi
+log "configuring $BUILD (Release, $arch_text)"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON "${arch_args[@]}" \
   -DSTRATA_WERROR=ON -DSTRATA_BUILD_TESTS=ON -DSTRATA_BUILD_EXAMPLES=ON -DSTRATA_BUILD_BENCH=OFF \
   -DSTRATA_PYTHON= >/dev/null
 

@@ -2,7 +2,11 @@
 # Checks the CUDA backend on a GPU machine, from the folder scripts/device-build.sh made (run it
 # there: ./device-check.sh). Needs the NVIDIA driver; nothing else from the build machine.
 #   1. nvidia-smi: the GPU, driver, memory, clocks;
-#   2. every strata_cuda_*_tests program (pass / fail / skip (77) / timeout), logs kept;
+#   2. every strata_cuda_*_tests program (pass / fail / skip (77) / timeout), logs kept: among them
+#      gemv (every weight type's decode product: the fused kernels of the Kimi types, IQ1_S, Q8_0,
+#      the dequantize-then-dot ones), gemm (dequantize_rows_f16, the tensor-core path of every
+#      quantized type, cuBLAS, DeviceMatmul), ops (get_rows of every type) and qtype_host (the
+#      per-type decoders and dot parts on the CPU: runs without a GPU too);
 #   3. compute-sanitizer --tool memcheck on small cases (STRATA_CUDA_TEST_SMALL=1) of the gemv,
 #      ops, attention, bandwidth and kda_chunk tests, and racecheck on kda_chunk's (skipped when
 #      compute-sanitizer is not found; a test that does not finish under the sanitizer in time is
@@ -13,7 +17,8 @@
 #      (GPU against CPU, graphs, three stages, decode after prefill, chunked KDA), and decode on
 #      a K3-shaped slice when there is time to write it; a two-stage pipeline on loopback whose
 #      worker runs its stage on the GPU (strata-worker --device cuda), against one CPU process;
-#   5. strata-bench kernels --quick (kernel figures against ceilings measured in the same run);
+#   5. strata-bench kernels --quick (kernel figures against ceilings measured in the same run: the
+#      GEMV of every Kimi type on 4096 x 4096 and 7168 x 2048 in GB/s beside the streaming read);
 #   6. one short table last.
 # Everything runs under timeouts within STRATA_CHECK_BUDGET_S (default 420 s: 7 minutes).
 # Reports and logs go to STRATA_CHECK_OUT, else $OUT (the device runner's folder), else ./check-out.
@@ -250,8 +255,8 @@ done
 if [ -f "$RESULTS/kernels.log" ]; then
   echo
   echo "kernel figures (percent of the ceiling measured in the same run):"
-  grep -E "^ceiling|^kernel|tokens=1 |tokens=8 |DeviceMatmul|mma|attention|kda_|moe_|attn_res|rms_norm" \
-    "$RESULTS/kernels.log" | grep -v "^  " | head -50
+  grep -E "^ceiling|^kernel|^gemv|tokens=1 |tokens=8 |DeviceMatmul|mma|attention|kda_|moe_|attn_res|rms_norm" \
+    "$RESULTS/kernels.log" | grep -v "^  " | head -90
 fi
 echo
 echo "total $(( $(date +%s) - START ))s; results in $RESULTS"

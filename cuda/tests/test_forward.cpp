@@ -1,8 +1,9 @@
 // The whole llama-family forward pass on the GPU (cuda/gpu_context.hpp) against the CPU's
 // exec::Context on synthetic models built in-process (tests/unit/test_exec_synth.hpp: IQ1_S
 // weights; llama with head dims 64 and 128 and grouped-query attention, a tied output, qwen2 with
-// q/k/v biases, qwen3 with per-head q/k norms), f16 and q8_0 KV caches: a prefill of 40 random
-// tokens in micro-batches, then 20 greedy decode steps. Also: graph and no-graph decode give the
+// q/k/v biases, qwen3 with per-head q/k norms; llama in Q4_K, Q5_K, Q6_K, IQ4_XS, IQ1_M and
+// Q4_1), f16 and q8_0 KV caches: a prefill of 40 random tokens in micro-batches, then 20 greedy
+// decode steps. Also: graph and no-graph decode give the
 // same bits; a two-stage split (layers [0,k) then [k,n) through forward_hidden) gives the whole
 // model's bits; a context that does not fit a small budget is refused naming the largest that
 // fits; the weight upload reports its progress. The deepseek2 / kimi architectures
@@ -478,6 +479,16 @@ int main(int argc, char** argv) {
             tied.spec.tied = true;
             tied.spec.n_layer = 3;
             cases.push_back(tied);
+            // The other weight types a real release carries (issue 15), every matrix and the
+            // embeddings in one type: the fused decode products of the Kimi types, Q4_1 (SmolLM2's
+            // type, dequantize-then-dot), and their prefill through the tensor cores or cuBLAS.
+            for (const auto& [type, label] : {std::pair{quant::kTypeQ4_K, "q4_K"}, {quant::kTypeQ5_K, "q5_K"},
+                                              {quant::kTypeQ6_K, "q6_K"}, {quant::kTypeIQ4_XS, "iq4_xs"},
+                                              {quant::kTypeIQ1_M, "iq1_m"}, {quant::kTypeQ4_1, "q4_1"}}) {
+                Case c{std::string("llama hd64 ") + label + " weights f16", spec("llama", 64, 4, 2), exec::KvType::f16};
+                c.spec.wtype = type;
+                cases.push_back(c);
+            }
             for (const Case& c : cases) run_case(c);
             check_all_logits_and_reset();
             check_budget_refusal_and_progress();

@@ -1,7 +1,9 @@
-// Prefill products on the GPU (gemm.cuh, matmul.hpp) against the CPU: dequantize_rows_f16 and
-// f32_to_f16 bit for bit; gemm_iq1s_mma, cuBLAS and DeviceMatmul::run (gemv sizes, both prefill
-// paths, ragged rows, a weight matrix spanning two cuBLAS panels) against exec::CpuBackend on the
-// same host weights and against an exact (double) product of the GPU's own f16 inputs. Outputs are
+// Prefill products on the GPU (gemm.cuh, matmul.hpp) against the CPU, for every weight type the
+// GPU takes (gpu_types.hpp; quantized types on fresh random blocks, qtype_random.hpp):
+// dequantize_rows_f16 and f32_to_f16 bit for bit; gemm_mma (the tensor-core path of every
+// quantized type), cuBLAS and DeviceMatmul::run (gemv sizes, both prefill paths, ragged rows, a
+// weight matrix spanning two cuBLAS panels) against exec::CpuBackend on the same host weights and
+// against an exact (double) product of the GPU's own f16 inputs. Outputs are
 // NaN-poisoned before every run, so an element a kernel forgot shows up as NaN.
 //
 // A host .cpp (C++20, like the library code it uses: exec::CpuBackend, matmul.hpp), not a .cu:
@@ -12,8 +14,8 @@
 //  * vs the exact product of the GPU's inputs (f16 activations, f16 weights, double sums): the
 //    only difference is float32 accumulation over at most 4096 terms, ~1e-6 relative: bound 1e-4
 //    (RMS) and 1e-3 (max). Any indexing or tiling error is far larger.
-//  * vs CpuBackend, IQ1_S and Q8_0: the CPU quantizes activations to Q8_K (256-blocks) or Q8_0
-//    (32-blocks), an error of amax/127/sqrt(12) ~ 0.0066 (Q8_K, amax ~ 2.9 sd) or ~ 0.0049 (Q8_0,
+//  * vs CpuBackend, quantized weights: the CPU quantizes activations to Q8_K (256-blocks), Q8_0
+//    or Q8_1 (32-blocks), an error of amax/127/sqrt(12) ~ 0.0066 (Q8_K, amax ~ 2.9 sd) or ~ 0.0049 (Q8_0,
 //    amax ~ 2.1 sd) of the activations' RMS; it passes to the products unchanged in relative RMS
 //    (random weights), while f16 costs the GPU ~3e-4. Expected ~5e-3..7e-3: bound 1.5e-2 (RMS) and
 //    0.1 (max, ~7 sd of the noise over up to 2M outputs).
@@ -41,7 +43,9 @@
 #include "gemm.cuh"
 #include "gemv.cuh"
 #include "gguf/ggml_types.hpp"
+#include "gpu_types.hpp"
 #include "matmul.hpp"
+#include "random_blocks.hpp"
 #include "quant/formats.hpp"
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
@@ -54,8 +58,11 @@ using cuda_test::rng;
 
 namespace {
 
+// The types of the first version of this test, run on every shape; the others on fewer.
 constexpr uint32_t kTypes[] = {quant::kTypeF32, quant::kTypeF16, quant::kTypeBF16, quant::kTypeQ8_0,
                                quant::kTypeIQ1_S};
+
+bool is_float(uint32_t t) { return t == quant::kTypeF32 || t == quant::kTypeF16 || t == quant::kTypeBF16; }
 
 // A weight matrix on the host (GGUF layout) and its device copy (padded as uploads are).
 struct Matrix {
@@ -68,15 +75,9 @@ struct Matrix {
     Matrix(uint32_t t, int64_t n_rows, int64_t n_cols)
         : type(t), rows(n_rows), cols(n_cols), row_bytes(quant::row_size(t, n_cols)) {
         bytes.resize(size_t(row_bytes) * size_t(rows));
-        if (type == quant::kTypeIQ1_S) {
-            // Random bytes (every grid index, scale code and delta sign occurs), d = +-10^U(-3,0).
-            auto* blocks = reinterpret_cast<quant::block_iq1_s*>(bytes.data());
-            std::uniform_real_distribution<float> exponent(-3.0f, 0.0f);
-            for (size_t i = 0; i < bytes.size() / sizeof(quant::block_iq1_s); ++i) {
-                for (auto& q : blocks[i].qs) q = uint8_t(rng());
-                for (auto& h : blocks[i].qh) h = uint16_t(rng());
-                blocks[i].d = quant::f32_to_f16(std::pow(10.0f, exponent(rng)) * ((rng() & 1) ? -1.0f : 1.0f));
-            }
+        if (!is_float(type)) {
+            // Random bytes (every code, grid index, scale code and sign occurs), finite scales.
+            bytes = cuda::random_matrix(type, rows, cols, rng);
         } else {
             const std::vector<float> values = cuda_test::normal(size_t(rows * cols));
             for (int64_t r = 0; r < rows; ++r)
@@ -129,7 +130,8 @@ void poison(float* d, size_t n) { cudaMemset(d, 0xff, n * sizeof(float)); }  // 
 // ---------------------------------------------------------------------------------------------
 
 void test_dequantize_rows() {
-    for (const uint32_t type : kTypes) {
+    for (const cuda::GpuTypeInfo& g : cuda::kGpuTypes) {
+        const uint32_t type = g.type;
         for (const auto& [rows, cols, row0, n_rows] : {std::array<int64_t, 4>{300, 512, 37, 200},
                                                        std::array<int64_t, 4>{77, 4096, 0, 77},
                                                        std::array<int64_t, 4>{1000, 256, 999, 1}}) {
@@ -205,7 +207,7 @@ Errors compare(const std::vector<float>& got, const std::vector<double>& ref, co
 
 // Bounds against the CPU backend for this weight type (see the header comment).
 void cpu_bounds(uint32_t type, double& rms, double& max) {
-    const bool quantized_activations = type == quant::kTypeIQ1_S || type == quant::kTypeQ8_0;
+    const bool quantized_activations = !is_float(type);
     rms = quantized_activations ? 1.5e-2 : 2e-3;
     max = quantized_activations ? 0.1 : 2e-2;
 }
@@ -272,11 +274,11 @@ std::vector<float> gpu_product_mma(const Matrix& m, const std::vector<float>& x,
     DeviceBuffer<float> y(size_t(n * m.rows));
     poison(y.p, size_t(n * m.rows));
     cudaError_t e = cuda::f32_to_f16(dx, x.size(), x16.p, nullptr);
-    if (e == cudaSuccess) e = cuda::gemm_iq1s_mma(m.view(), x16.p, int(n), y.p, nullptr);
+    if (e == cudaSuccess) e = cuda::gemm_mma(m.view(), x16.p, int(n), y.p, nullptr);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     cudaFree(dx);
     if (e != cudaSuccess) {
-        report(false, "gemm_iq1s_mma " + m.name() + ": " + cudaGetErrorString(e));
+        report(false, "gemm_mma " + m.name() + ": " + cudaGetErrorString(e));
         return {};
     }
     return cuda_test::download(y.p, size_t(n * m.rows));
@@ -289,13 +291,25 @@ void test_mma() {
         const Matrix m(quant::kTypeIQ1_S, rows, cols);
         const std::vector<float> x = cuda_test::normal(size_t(n * cols));
         const std::vector<float> y = gpu_product_mma(m, x, n);
-        if (!y.empty()) check_product("gemm_iq1s_mma", m, x, n, y, true);
+        if (!y.empty()) check_product("gemm_mma", m, x, n, y, true);
     }
-    const Matrix q(quant::kTypeQ8_0, 128, 256);
+    // Every other quantized type: a ragged tile and a wider, token-ragged one.
+    for (const cuda::GpuTypeInfo& g : cuda::kGpuTypes) {
+        if (is_float(g.type) || g.type == quant::kTypeIQ1_S) continue;
+        for (const auto& [rows, cols, n] : {std::array<int64_t, 3>{300, 512, 40}, std::array<int64_t, 3>{129, 1024, 130}}) {
+            const Matrix m(g.type, rows, cols);
+            const std::vector<float> x = cuda_test::normal(size_t(n * cols));
+            const std::vector<float> y = gpu_product_mma(m, x, n);
+            if (!y.empty()) check_product("gemm_mma", m, x, n, y, true);
+        }
+    }
+    const Matrix f(quant::kTypeF32, 128, 256);
+    const Matrix q(quant::kTypeQ8_0, 128, 96);  // 96 columns: not whole 64-column chunks
     DeviceBuffer<__half> x16(256);
     DeviceBuffer<float> y(128);
-    report(cuda::gemm_iq1s_mma(q.view(), x16.p, 1, y.p, nullptr) == cudaErrorInvalidValue,
-           "gemm_iq1s_mma refuses a non-IQ1_S matrix");
+    report(cuda::gemm_mma(f.view(), x16.p, 1, y.p, nullptr) == cudaErrorInvalidValue &&
+               cuda::gemm_mma(q.view(), x16.p, 1, y.p, nullptr) == cudaErrorInvalidValue && !cuda::gemm_mma_supports(quant::kTypeF16, 4096),
+           "gemm_mma refuses float matrices and rows of partial 64-column chunks");
 }
 
 // The cuBLAS path by hand for IQ1_S (DeviceMatmul::run may choose the MMA kernel for it): the whole
@@ -355,10 +369,17 @@ void test_device_matmul() {
         for (const auto& [rows, cols, n] : {std::array<int64_t, 3>{1000, 256, 16}, std::array<int64_t, 3>{4113, 4096, 33},
                                             std::array<int64_t, 3>{1000, 1024, 512}, std::array<int64_t, 3>{1000, 512, 5}})
             cases.push_back({type, rows, cols, n});
+    for (const cuda::GpuTypeInfo& g : cuda::kGpuTypes) {
+        if (std::find(std::begin(kTypes), std::end(kTypes), g.type) != std::end(kTypes)) continue;
+        for (const auto& [rows, cols, n] : {std::array<int64_t, 3>{1000, 256, 16}, std::array<int64_t, 3>{1000, 1024, 40},
+                                            std::array<int64_t, 3>{300, 512, 5}})
+            cases.push_back({g.type, rows, cols, n});
+    }
     cases.push_back({quant::kTypeIQ1_S, 4113, 4096, 512});
     cases.push_back({quant::kTypeIQ1_S, 4113, 4096, 300});  // the 256..511 bucket: measured afresh
     cases.push_back({quant::kTypeQ8_0, 8209, 4096, 33});    // two f16 weight panels (8192 rows each)
     cases.push_back({quant::kTypeIQ1_S, 1000, 4096, 8});
+    cases.push_back({quant::kTypeIQ4_NL, 300, 96, 20});  // no tensor-core path: cuBLAS, or gemv by eights
 
     for (const Case& c : cases) {
         const Matrix m(c.type, c.rows, c.cols);
@@ -378,7 +399,9 @@ void test_device_matmul() {
             report(false, "DeviceMatmul::run " + m.name() + " n=" + std::to_string(c.n) + ": " + error);
             continue;
         }
-        const bool prefill = c.n > cuda::kGemvMaxTokens;
+        // Prefill sizes run on f16 inputs (held to the exact product of those too), unless neither
+        // cuBLAS nor the tensor-core kernel takes the matrix: then gemv runs them by eights.
+        const bool prefill = c.n > cuda::kGemvMaxTokens && (mm.has_cublas() || cuda::gemm_mma_supports(c.type, c.cols));
         check_product(prefill ? "DeviceMatmul::run" : "DeviceMatmul::run (gemv)", m, x, c.n,
                       cuda_test::download(y.p, size_t(c.n * c.rows)), prefill);
     }
@@ -397,7 +420,7 @@ void test_device_matmul() {
         return false;
     };
     cuda::DeviceMatrix q4 = ok.view();
-    q4.type = 2;  // Q4_0: not a gemv type
+    q4.type = quant::kTypeQ8_K;  // an activation format: not a weight type the GPU takes
     report(throws(wide.view(), 16, Status::invalid_argument) && throws(ok.view(), 513, Status::invalid_argument) &&
                throws(ok.view(), 0, Status::invalid_argument) && throws(q4, 16, Status::unsupported),
            "DeviceMatmul::run refuses shapes beyond its limits and unsupported types");

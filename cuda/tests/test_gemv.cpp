@@ -5,7 +5,10 @@
 //     MoE kernels quantize (one per chosen expert);
 //  2. gemv for IQ1_S, Q8_0, F16, BF16 and F32 weights, ragged row counts, several widths and every
 //     token count 1..kGemvMaxTokens, against exec::CpuBackend(1).matmul on the same host bytes, with
-//     y poisoned (NaN) before each launch; plus matrices that start at a 2-byte (not 16-byte)
+//     y poisoned (NaN) before each launch; then every other type the GPU takes (gpu_types.hpp) on
+//     random blocks: the fused kernels (Q4_K, Q5_K, Q6_K, IQ4_XS, IQ4_NL, IQ2_XXS, IQ3_XXS, IQ1_M)
+//     against the CPU's integer dots as tightly as IQ1_S, the dequantize-then-dot ones against the
+//     exact product of the decoded weights and x (they do not quantize x) and, loosely, the CPU; plus matrices that start at a 2-byte (not 16-byte)
 //     boundary inside their allocation, rows wider than one position per thread, matrices tall
 //     enough that blocks loop over several tiles, and the invalid-argument returns. IQ1_S with 1-2
 //     tokens takes the wide-table kernel where it fits (2816, 4096 and 9216 columns here), the
@@ -25,13 +28,17 @@
 #include "device_matrix.hpp"
 #include "exec/cpu_backend.hpp"
 #include "gemv.cuh"
+#include "gpu_types.hpp"
+#include "random_blocks.hpp"
 #include "quant/convert.hpp"
+#include "quant/formats.hpp"
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
 #include "quant/iq1s_quantize.hpp"
 #include "quant/q8_0.hpp"
 #include "quant/q8_k.hpp"
 #include "quant/type_ids.hpp"
+#include "quant/type_traits.hpp"
 
 using namespace strata;
 using cuda_test::report;
@@ -52,15 +59,13 @@ struct DeviceBuffer {
 };
 
 const char* type_name(uint32_t t) {
-    switch (t) {
-    case quant::kTypeF32: return "F32";
-    case quant::kTypeF16: return "F16";
-    case quant::kTypeBF16: return "BF16";
-    case quant::kTypeQ8_0: return "Q8_0";
-    case quant::kTypeIQ1_S: return "IQ1_S";
-    default: return "?";
-    }
+    const quant::TypeTraits* traits = quant::find_type_traits(t);
+    return traits ? traits->name : "?";
 }
+
+// Whether gemv dots decoded weights with the float x (GemvKind::decode): compared with the exact
+// product, not with the CPU's integer dots.
+bool float_x_path(uint32_t t) { return cuda::gpu_type(t) && cuda::gpu_type(t)->gemv == cuda::GemvKind::decode; }
 
 // ---- 1. quantized activations ----------------------------------------------------------------
 
@@ -135,10 +140,14 @@ std::vector<uint8_t> host_weights(uint32_t t, int64_t rows, int64_t cols, uint64
         if (t == quant::kTypeF16) quant::f32_to_f16_row(wf.data(), reinterpret_cast<uint16_t*>(out.data()), int64_t(n));
         else quant::f32_to_bf16_row(wf.data(), reinterpret_cast<uint16_t*>(out.data()), int64_t(n));
         break;
-    default:
+    case quant::kTypeF32:
         *row_bytes = uint64_t(cols) * 4;
         out.resize(n * 4);
         std::memcpy(out.data(), wf.data(), out.size());
+        break;
+    default:  // the other quantized types: random blocks
+        *row_bytes = quant::row_size(t, cols);
+        out = cuda::random_matrix(t, rows, cols, cuda_test::rng);
         break;
     }
     return out;
@@ -167,6 +176,8 @@ std::vector<uint8_t> random_iq1s(int64_t rows, int64_t cols, uint64_t* row_bytes
 // strided over a warp), ~sqrt(cols) * 2^-24 relative: 1e-5 again. Max abs is taken relative to the
 // largest |y| (elements near zero have no meaningful relative error).
 constexpr double kTolRelRms = 1e-5, kTolMaxRel = 1e-5;
+// The CPU's Q8 activations against the float x of the dequantize-then-dot path: ~5e-3 expected.
+constexpr double kTolCpuQuantizedX = 1.5e-2;
 
 // One gemv case: the matrix placed `offset` bytes into a padded allocation.
 void run_case(uint32_t type, int64_t rows, int64_t cols, const std::vector<uint8_t>& host, uint64_t row_bytes,
@@ -182,6 +193,21 @@ void run_case(uint32_t type, int64_t rows, int64_t cols, const std::vector<uint8
     wv.data = host.data();
     wv.nbytes = host.size();
     cpu.matmul(wv, x.data(), n_tokens, expected.data());
+    // The float-x path: held to the exact product of the decoded rows and x (double sums), and to
+    // the CPU (which quantizes x: ~0.5% relative noise) only loosely.
+    std::vector<float> exact;
+    if (float_x_path(type)) {
+        exact.resize(expected.size());
+        std::vector<float> wrow(static_cast<size_t>(cols));
+        for (int64_t r = 0; r < rows; ++r) {
+            quant::dequantize_row(type, host.data() + r * row_bytes, wrow.data(), cols);
+            for (int t = 0; t < n_tokens; ++t) {
+                double s = 0;
+                for (int64_t c = 0; c < cols; ++c) s += double(wrow[size_t(c)]) * double(x[size_t(t * cols + c)]);
+                exact[size_t(t * rows + r)] = float(s);
+            }
+        }
+    }
 
     DeviceBuffer wbuf(offset + host.size() + cuda::kDevicePadBytes);
     cudaMemset(wbuf.p, 0x7f, offset + host.size() + cuda::kDevicePadBytes);  // bytes around the matrix: garbage
@@ -205,23 +231,38 @@ void run_case(uint32_t type, int64_t rows, int64_t cols, const std::vector<uint8
     if (e == cudaSuccess) e = cudaMemcpy(got.data(), y.p, got.size() * sizeof(float), cudaMemcpyDeviceToHost);
     cudaFree(dx);
 
-    double sd2 = 0, sr2 = 0, max_abs = 0, max_ref = 0;
-    bool finite = true;
-    for (size_t i = 0; i < got.size(); ++i) {
-        finite = finite && std::isfinite(got[i]);
-        const double d = double(got[i]) - double(expected[i]);
-        sd2 += d * d;
-        sr2 += double(expected[i]) * double(expected[i]);
-        max_abs = std::max(max_abs, std::fabs(d));
-        max_ref = std::max(max_ref, std::fabs(double(expected[i])));
+    struct Err {
+        double rel_rms = 0, max_abs = 0, max_ref = 0;
+        bool finite = true;
+    };
+    auto measure = [&](const std::vector<float>& ref) {
+        Err r;
+        double sd2 = 0, sr2 = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+            r.finite = r.finite && std::isfinite(got[i]);
+            const double d = double(got[i]) - double(ref[i]);
+            sd2 += d * d;
+            sr2 += double(ref[i]) * double(ref[i]);
+            r.max_abs = std::max(r.max_abs, std::fabs(d));
+            r.max_ref = std::max(r.max_ref, std::fabs(double(ref[i])));
+        }
+        r.rel_rms = sr2 > 0 ? std::sqrt(sd2 / sr2) : std::sqrt(sd2);
+        return r;
+    };
+    const Err m = measure(exact.empty() ? expected : exact);
+    bool ok = e == cudaSuccess && m.finite && m.rel_rms <= kTolRelRms && m.max_abs <= kTolMaxRel * std::max(m.max_ref, 1e-30);
+    char line[320];
+    std::snprintf(line, sizeof line, "gemv %-7s rows=%-5lld cols=%-5lld offset=%-2zu tokens=%d %s rel_rms=%.2e max_abs=%.2e (max|y| %.3g)",
+                  type_name(type), (long long)rows, (long long)cols, offset, n_tokens, exact.empty() ? "vs cpu" : "vs exact",
+                  m.rel_rms, m.max_abs, m.max_ref);
+    std::string text = line;
+    if (!exact.empty()) {  // and the CPU, within its activation quantization noise (test_gemm.cpp's bound)
+        const Err c = measure(expected);
+        ok = ok && c.rel_rms <= kTolCpuQuantizedX;
+        std::snprintf(line, sizeof line, "; vs cpu rel_rms=%.2e (<= %.1e)", c.rel_rms, kTolCpuQuantizedX);
+        text += line;
     }
-    const double rel_rms = sr2 > 0 ? std::sqrt(sd2 / sr2) : std::sqrt(sd2);
-    const bool ok = e == cudaSuccess && finite && rel_rms <= kTolRelRms && max_abs <= kTolMaxRel * std::max(max_ref, 1e-30);
-    char line[256];
-    std::snprintf(line, sizeof line, "gemv %-5s rows=%-5lld cols=%-5lld offset=%-2zu tokens=%d rel_rms=%.2e max_abs=%.2e (max|y| %.3g) %s",
-                  type_name(type), (long long)rows, (long long)cols, offset, n_tokens, rel_rms, max_abs, max_ref,
-                  cudaGetErrorString(e));
-    report(ok, line);
+    report(ok, text + " " + cudaGetErrorString(e));
 }
 
 void test_invalid_arguments() {
@@ -246,6 +287,10 @@ void test_invalid_arguments() {
     bad = w;
     bad.row_bytes = 52;  // not the packed row size
     ok = ok && cuda::gemv(bad, x, act, 1, y, nullptr) == cudaErrorInvalidValue;
+    bad.type = quant::kTypeQ4_K;  // a fused type whose kernel reads 4-byte words: 2-byte aligned is refused
+    bad.row_bytes = 144;
+    bad.data = buf.as<uint8_t>() + 2;
+    ok = ok && cuda::gemv(bad, x, act, 1, y, nullptr) == cudaErrorInvalidValue && cuda::gemv_weight_align(quant::kTypeQ4_K) == 4;
     ok = ok && cuda::quantize_activations(quant::kTypeQ8_0, x, 48, 1, buf.p, nullptr) == cudaErrorInvalidValue;
     ok = ok && cuda::quantize_activations(quant::kTypeIQ1_S, x, 256, 0, buf.p, nullptr) == cudaErrorInvalidValue;
     ok = ok && cudaGetLastError() == cudaSuccess;  // nothing was launched
@@ -256,30 +301,38 @@ void test_invalid_arguments() {
 
 int main() {
     if (int rc = cuda_test::start("gemv"); rc != 0) return rc;
+    // Under compute-sanitizer (STRATA_CUDA_TEST_SMALL=1): every kernel and type on a few small
+    // cases that keep the ragged edges; no wide or tall matrices.
+    const bool small = cuda_test::small_sizes();
+    const std::vector<int64_t> q_cols = small ? std::vector<int64_t>{256, 2816} : std::vector<int64_t>{256, 2816, 7168};
+    const std::vector<int> q_rows = small ? std::vector<int>{1, 8, 16} : std::vector<int>{1, 2, 5, 8, 16, 64};
+    const std::vector<int64_t> row_counts = small ? std::vector<int64_t>{7, 33} : std::vector<int64_t>{1, 7, 33, 1000};
+    const std::vector<int64_t> widths = small ? std::vector<int64_t>{256, 2816} : std::vector<int64_t>{256, 2816, 4096};
+    const std::vector<int> token_counts = small ? std::vector<int>{1, 2, 8} : std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8};
 
     for (const uint32_t type : {uint32_t(quant::kTypeIQ1_S), uint32_t(quant::kTypeQ8_0)})
-        for (const int64_t cols : {int64_t(256), int64_t(2816), int64_t(7168)})
-            for (const int n : {1, 2, 5, 8, 16, 64}) test_quantize(type, cols, n);  // 16, 64: MoE rows
+        for (const int64_t cols : q_cols)
+            for (const int n : q_rows) test_quantize(type, cols, n);  // 16, 64: MoE rows
 
     test_invalid_arguments();
 
     exec::CpuBackend cpu(1);
     const uint32_t types[] = {quant::kTypeIQ1_S, quant::kTypeQ8_0, quant::kTypeF16, quant::kTypeBF16, quant::kTypeF32};
     for (const uint32_t type : types)
-        for (const int64_t rows : {int64_t(1), int64_t(7), int64_t(33), int64_t(1000)})
-            for (const int64_t cols : {int64_t(256), int64_t(2816), int64_t(4096)}) {
+        for (const int64_t rows : row_counts)
+            for (const int64_t cols : widths) {
                 uint64_t row_bytes = 0;
                 const std::vector<uint8_t> host = host_weights(type, rows, cols, &row_bytes);
                 // 33 rows: the matrix starts 2 bytes past a 16-byte boundary (4 for F32: scalar path),
                 // as a matrix of a stack does.
                 const size_t offset = rows == 33 ? (type == quant::kTypeF32 ? 36 : 34) : 0;
-                for (int n = 1; n <= cuda::kGemvMaxTokens; ++n) run_case(type, rows, cols, host, row_bytes, offset, n, cpu);
+                for (const int n : token_counts) run_case(type, rows, cols, host, row_bytes, offset, n, cpu);
             }
 
     // Wide rows: more 32-weight positions than threads (IQ1_S: several rounds per tile, the
     // activations reloaded per round instead of once per block).
     for (const uint32_t type : {uint32_t(quant::kTypeIQ1_S), uint32_t(quant::kTypeQ8_0), uint32_t(quant::kTypeF32)})
-        for (const int64_t cols : {int64_t(9216), int64_t(18432)}) {
+        for (const int64_t cols : small ? std::vector<int64_t>{} : std::vector<int64_t>{9216, 18432}) {
             const int64_t rows = 19;
             uint64_t row_bytes = 0;
             const std::vector<uint8_t> host = host_weights(type, rows, cols, &row_bytes);
@@ -287,11 +340,31 @@ int main() {
         }
 
     // Tall IQ1_S matrices: more tiles than resident blocks, so each block loops and double-buffers.
-    for (const int64_t cols : {int64_t(256), int64_t(2816)}) {
+    for (const int64_t cols : small ? std::vector<int64_t>{} : std::vector<int64_t>{256, 2816}) {
         const int64_t rows = 24001;
         uint64_t row_bytes = 0;
         const std::vector<uint8_t> host = random_iq1s(rows, cols, &row_bytes);
         for (const int n : {1, 3, 7, 8}) run_case(quant::kTypeIQ1_S, rows, cols, host, row_bytes, 2, n, cpu);
+    }
+
+    // Every other type the GPU takes, on random blocks: ragged rows, a matrix at an offset that is
+    // only as aligned as the kernel needs, widths of an odd number of blocks, tokens 1..8.
+    for (const cuda::GpuTypeInfo& g : cuda::kGpuTypes) {
+        if (std::find(std::begin(types), std::end(types), g.type) != std::end(types)) continue;
+        const int64_t be = quant::find_type_traits(g.type)->block_elements;
+        const int64_t odd_cols = be * (be >= 256 ? 11 : 17);  // 2816, 544 or (Q1_0) 2176
+        for (const int64_t rows : small ? std::vector<int64_t>{7, 33} : std::vector<int64_t>{7, 33, 300})
+            for (const int64_t cols : small ? std::vector<int64_t>{256, odd_cols} : std::vector<int64_t>{256, odd_cols, 4096}) {
+                uint64_t row_bytes = 0;
+                const std::vector<uint8_t> host = host_weights(g.type, rows, cols, &row_bytes);
+                const size_t offset = rows == 33 ? size_t(32 + cuda::gemv_weight_align(g.type)) : 0;
+                for (const int n : small ? std::vector<int>{1, 3, 8} : std::vector<int>{1, 2, 3, 5, 8})
+                    run_case(g.type, rows, cols, host, row_bytes, offset, n, cpu);
+            }
+        if (small) continue;
+        uint64_t row_bytes = 0;  // tall: the fused kernels' blocks walk many row groups
+        const std::vector<uint8_t> host = host_weights(g.type, 5003, 512, &row_bytes);
+        for (const int n : {1, 4}) run_case(g.type, 5003, 512, host, row_bytes, 0, n, cpu);
     }
 
     return cuda_test::finish("gemv");

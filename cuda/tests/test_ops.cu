@@ -1,7 +1,8 @@
 // The element-wise ops (cuda/ops.cuh) and kv_store (cuda/attention.cuh) against lib/exec and
 // lib/quant on fresh random data, outputs poisoned before each run, ragged sizes:
-//   exact (bit for bit): add_inplace, add_row_bias, get_rows (vs quant::dequantize_row, all five
-//     table types), rope (vs exec::Rope with its own tables, both orders, n_rot < head_dim,
+//   exact (bit for bit): add_inplace, add_row_bias, get_rows (vs quant::dequantize_row, every
+//     table type the GPU takes; the read-only ones on random blocks), rope (vs exec::Rope with its
+//     own tables, both orders, n_rot < head_dim,
 //     positions up to 100,000: the kernel rounds every product and sum as the CPU does),
 //     kv_store bytes (vs the bytes KvCache::store writes, and their decode vs KvCache::load);
 //   within 3e-7 relative: rms_norm and head_rms_norm vs exec::rms_norm (both sum squares in
@@ -22,6 +23,7 @@
 #include "exec/kv_cache.hpp"
 #include "exec/ops.hpp"
 #include "exec/rope.hpp"
+#include "gpu_types.hpp"
 #include "kv_rows.hpp"
 #include "model/hparams.hpp"
 #include "ops.cuh"
@@ -30,6 +32,8 @@
 #include "quant/half.hpp"
 #include "quant/iq1s_block.hpp"
 #include "quant/q8_0.hpp"
+#include "quant/type_traits.hpp"
+#include "random_blocks.hpp"
 
 using namespace strata;
 using namespace strata::cuda_test;  // the test programs' helpers
@@ -133,6 +137,12 @@ std::vector<uint8_t> random_table(uint32_t type, int64_t rows, int64_t cols) {
             }
         return t;
     }
+    if (!quant::can_quantize(type)) {  // read-only types: random blocks (random_blocks.hpp)
+        const int64_t be = quant::block_elements(type);
+        const std::vector<uint8_t> blocks = cuda::random_blocks(type, size_t(rows * (cols / be)), rng);
+        std::copy(blocks.begin(), blocks.end(), t.begin());
+        return t;
+    }
     for (int64_t r = 0; r < rows; ++r) {
         const auto v = normal(size_t(cols), 0.7f);
         quant::quantize_row(type, v.data(), &t[size_t(r) * row_bytes], cols, nullptr);
@@ -146,11 +156,17 @@ void test_get_rows() {
         const char* name;
         int64_t cols;
     };
-    const Case cases[] = {{quant::kTypeF32, "F32", 333},
-                          {quant::kTypeF16, "F16", 333},
-                          {quant::kTypeBF16, "BF16", 335},
-                          {quant::kTypeQ8_0, "Q8_0", 352},
-                          {quant::kTypeIQ1_S, "IQ1_S", 768}};
+    std::vector<Case> cases = {{quant::kTypeF32, "F32", 333},
+                               {quant::kTypeF16, "F16", 333},
+                               {quant::kTypeBF16, "BF16", 335},
+                               {quant::kTypeQ8_0, "Q8_0", 352},
+                               {quant::kTypeIQ1_S, "IQ1_S", 768}};
+    // Every other type the GPU takes (an embedding table may have any): three blocks a row.
+    for (const cuda::GpuTypeInfo& g : cuda::kGpuTypes) {
+        bool listed = false;
+        for (const Case& c : cases) listed = listed || c.type == g.type;
+        if (!listed) cases.push_back({g.type, quant::find_type_traits(g.type)->name, 3 * quant::block_elements(g.type)});
+    }
     const int64_t rows = 53;
     for (const Case& c : cases) {
         const auto table = random_table(c.type, rows, c.cols);

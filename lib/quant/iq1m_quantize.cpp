@@ -21,18 +21,16 @@
 //    quantizer), where ggml uses x^2;
 //  - each superblock is fitted on x * 2^-e (max |x| in [0.5, 1)), so no sum overflows and the
 //    "empty unit" threshold is relative; a d beyond binary16 is clamped to 65504.
-// The grid tables are built here as in iq1s_quantize.cpp (its builder is private to that file).
+// The grid tables are IQ1_S's (iq1_grid_neighbours.hpp).
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <cfloat>
-#include <climits>
 #include <cmath>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "quant/iq1_grid_neighbours.hpp"
 #include "quant/iq1m_block.hpp"
 #include "util/error.hpp"
 
@@ -42,80 +40,13 @@ namespace {
 constexpr int kUnit = kIq1mUnit;                 // 16 weights per scale code
 constexpr int kUnits = kQK_K / kIq1mUnit;        // 16 units per superblock
 constexpr float kZeroEps = 1e-7f;                // ggml's GROUP_MAX_EPS_IQ1_M, on normalised values
-constexpr int kNeighbourLevels = 3;              // distinct distances kept per off-grid point (ggml)
 constexpr float kHalfMax = 65504.0f;
-constexpr int kKeys = 1 << 16;  // eight 2-bit ternary codes L in {0,1,2}, position j at bits 2j
 
-struct GridTables {
-    // key -> grid index (>= 0), or -(offset + 1) into `neighbours` for a ternary point off the grid,
-    // where neighbours[offset] is the count followed by the candidate indices, nearest first.
-    std::vector<int32_t> map;
-    std::vector<uint16_t> neighbours;
-    std::array<uint8_t, kIq1sGridSize> neg{}, pos{};  // bit j set: value j of the entry is -1 / +1
-    int zero_index = 0;  // the all-zero grid entry (index 0 if the grid had none)
-};
+using GridTables = Iq1GridNeighbours;
 
 int grid_value(int index, int j) { return int8_t(uint8_t(kIq1sGrid[index] >> (8 * j))); }
 
-// Bits set in a nibble.
-constexpr uint8_t kNibbleBits[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
-int bits8(uint32_t v) { return kNibbleBits[v & 15] + kNibbleBits[(v >> 4) & 15]; }
-
-GridTables build_tables() {
-    GridTables t;
-    t.map.assign(kKeys, INT32_MIN);  // INT32_MIN: not a ternary key (some field == 3)
-    for (int k = 0; k < kIq1sGridSize; ++k) {
-        uint32_t key = 0;
-        for (int j = 0; j < 8; ++j) {
-            const int v = grid_value(k, j);
-            key |= uint32_t(v + 1) << (2 * j);
-            t.neg[size_t(k)] = uint8_t(t.neg[size_t(k)] | (v < 0) << j);
-            t.pos[size_t(k)] = uint8_t(t.pos[size_t(k)] | (v > 0) << j);
-        }
-        t.map[key] = k;
-    }
-    if (t.map[0x5555] >= 0) t.zero_index = t.map[0x5555];
-    // Squared distance between ternary vectors: 1 per position differing by one, 4 by two (a
-    // difference of any kind counts 1, opposite signs 3 more). Keep all grid entries at the three
-    // smallest distances, ordered by (distance, index) as ggml does.
-    std::vector<uint8_t> dist(kIq1sGridSize);
-    for (uint32_t key = 0; key < uint32_t(kKeys); ++key) {
-        bool ternary = true;
-        uint32_t neg = 0, pos = 0;
-        for (int j = 0; j < 8; ++j) {
-            const uint32_t l = (key >> (2 * j)) & 3u;
-            ternary &= l != 3u;
-            neg |= uint32_t(l == 0) << j;
-            pos |= uint32_t(l == 2) << j;
-        }
-        if (!ternary || t.map[key] >= 0) continue;
-        uint64_t levels_present = 0;  // bit d: some entry at distance d (d <= 32)
-        for (int k = 0; k < kIq1sGridSize; ++k) {
-            const uint32_t gn = t.neg[size_t(k)], gp = t.pos[size_t(k)];
-            const int d = bits8((gn ^ neg) | (gp ^ pos)) + 3 * bits8((gn & pos) | (gp & neg));
-            dist[size_t(k)] = uint8_t(d);
-            levels_present |= uint64_t(1) << d;
-        }
-        t.map[key] = -int32_t(t.neighbours.size() + 1);
-        const size_t count_at = t.neighbours.size();
-        t.neighbours.push_back(0);
-        for (int level = 0; level < kNeighbourLevels && levels_present; ++level) {
-            const int d = std::countr_zero(levels_present);
-            levels_present &= levels_present - 1;
-            for (int k = 0; k < kIq1sGridSize; ++k)
-                if (dist[size_t(k)] == d) t.neighbours.push_back(uint16_t(k));
-        }
-        t.neighbours[count_at] = uint16_t(t.neighbours.size() - count_at - 1);
-    }
-    return t;
-}
-
-const GridTables& tables() {
-    static std::once_flag once;
-    static GridTables t;
-    std::call_once(once, [] { t = build_tables(); });
-    return t;
-}
+const GridTables& tables() { return iq1_grid_neighbours(); }
 
 int nearest_int(float v) { return int(std::nearbyint(v)); }
 

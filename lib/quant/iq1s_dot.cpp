@@ -6,29 +6,16 @@
 
 namespace strata::quant {
 
-namespace {
-
-bool cpu_has_avx2_kernel() {
-#if defined(__x86_64__)
-    const auto& f = util::cpu_features();
-    return f.avx2 && f.fma && f.f16c;
-#else
-    return false;
-#endif
-}
-
-}  // namespace
-
 Iq1sKernel resolve_iq1s_kernel(Iq1sKernel kernel) {
     switch (kernel) {
         case Iq1sKernel::scalar: return Iq1sKernel::scalar;
         case Iq1sKernel::avx2:
-            if (!cpu_has_avx2_kernel())
+            if (!util::has_avx2_kernels())
                 fail(Status::unsupported, "IQ1_S kernel avx2 requested but the CPU (or STRATA_CPU) does not allow it");
             return Iq1sKernel::avx2;
         case Iq1sKernel::best: break;
     }
-    return cpu_has_avx2_kernel() ? Iq1sKernel::avx2 : Iq1sKernel::scalar;
+    return util::has_avx2_kernels() ? Iq1sKernel::avx2 : Iq1sKernel::scalar;
 }
 
 const char* iq1s_kernel_name(Iq1sKernel kernel) {

@@ -3,17 +3,15 @@
 #include "quant/iq1s_quantize.hpp"
 
 #include <algorithm>
-#include <array>
-#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "quant/half.hpp"
+#include "quant/iq1_grid_neighbours.hpp"
 #include "quant/iq1s_block.hpp"
 #include "util/error.hpp"
 
@@ -24,87 +22,10 @@ constexpr int kSub = kIq1sSubBlock;                // 32 weights per sub-block
 constexpr int kSubs = kQK_K / kIq1sSubBlock;       // 8 sub-blocks per superblock
 constexpr int kGroups = kIq1sSubBlock / kIq1sGroupSize;  // 4 groups per sub-block
 constexpr float kZeroEps = 1e-12f;                 // sub-blocks below this are "empty" (as ggml)
-constexpr int kNeighbourLevels = 3;                // distinct distances kept per off-grid point
 constexpr float kHalfMax = 65504.0f;
 
-// A group of eight ternary codes L in {0,1,2} (value L-1) packed two bits each, position j at bits 2j.
-// 0xAAAA is the largest key, so 1<<16 covers every key.
-constexpr int kKeys = 1 << 16;
-
-struct GridTables {
-    // key -> grid index (>= 0), or -(offset + 1) into `neighbours` for a ternary point off the grid,
-    // where neighbours[offset] is the count followed by the candidate indices, nearest first.
-    std::vector<int32_t> map;
-    std::vector<uint16_t> neighbours;
-    std::array<uint8_t, kIq1sGridSize> neg{}, pos{};  // bit j set: value j is -1 / +1
-};
-
-// Bits set in a byte (a table: baseline x86-64 has no popcnt instruction).
-constexpr std::array<uint8_t, 256> kBits = [] {
-    std::array<uint8_t, 256> t{};
-    for (int i = 0; i < 256; ++i) t[size_t(i)] = uint8_t((i & 1) + t[size_t(i >> 1)]);
-    return t;
-}();
-
-void masks_of_key(uint32_t key, uint8_t& neg, uint8_t& pos) {
-    neg = pos = 0;
-    for (int j = 0; j < 8; ++j) {
-        const uint32_t l = (key >> (2 * j)) & 3u;
-        neg |= uint8_t((l == 0) << j);
-        pos |= uint8_t((l == 2) << j);
-    }
-}
-
-GridTables build_tables() {
-    GridTables t;
-    t.map.assign(kKeys, INT32_MIN);  // INT32_MIN: not a ternary key (some field == 3)
-    for (int k = 0; k < kIq1sGridSize; ++k) {
-        uint32_t key = 0;
-        for (int j = 0; j < 8; ++j) {
-            const int v = iq1s_grid_value(kIq1sGrid[k], j);
-            key |= uint32_t(v + 1) << (2 * j);
-            t.neg[size_t(k)] |= uint8_t((v < 0) << j);
-            t.pos[size_t(k)] |= uint8_t((v > 0) << j);
-        }
-        t.map[key] = k;
-    }
-    // Squared distance between ternary vectors: 1 per position differing by one, 4 by two. Keep all
-    // grid entries at the three smallest distances, ordered by (distance, index) as ggml does.
-    std::array<uint8_t, kIq1sGridSize> dist{};
-    for (uint32_t key = 0; key < uint32_t(kKeys); ++key) {
-        bool ternary = true;
-        for (int j = 0; j < 8; ++j) ternary &= ((key >> (2 * j)) & 3u) != 3u;
-        if (!ternary || t.map[key] >= 0) continue;
-        uint8_t neg, pos;
-        masks_of_key(key, neg, pos);
-        uint64_t levels_present = 0;  // bit d: some entry at distance d (d <= 32)
-        for (int k = 0; k < kIq1sGridSize; ++k) {
-            const uint8_t gn = t.neg[size_t(k)], gp = t.pos[size_t(k)];
-            const int differ = kBits[uint8_t((gn ^ neg) | (gp ^ pos))];
-            const int opposite = kBits[uint8_t((gn & pos) | (gp & neg))];
-            dist[size_t(k)] = uint8_t(differ + 3 * opposite);
-            levels_present |= uint64_t(1) << dist[size_t(k)];
-        }
-        t.map[key] = -int32_t(t.neighbours.size() + 1);
-        const size_t count_at = t.neighbours.size();
-        t.neighbours.push_back(0);
-        for (int level = 0; level < kNeighbourLevels && levels_present; ++level) {
-            const int d = std::countr_zero(levels_present);
-            levels_present &= levels_present - 1;
-            for (int k = 0; k < kIq1sGridSize; ++k)
-                if (dist[size_t(k)] == d) t.neighbours.push_back(uint16_t(k));
-        }
-        t.neighbours[count_at] = uint16_t(t.neighbours.size() - count_at - 1);
-    }
-    return t;
-}
-
-const GridTables& tables() {
-    static std::once_flag once;
-    static GridTables t;
-    std::call_once(once, [] { t = build_tables(); });
-    return t;
-}
+using GridTables = Iq1GridNeighbours;
+const GridTables& tables() { return iq1_grid_neighbours(); }
 
 int nearest_int(float v) { return int(std::nearbyint(v)); }  // ties to even, as ggml's trick
 

@@ -252,11 +252,15 @@ STRATA_HD KBlockSums q3_K_block_sums(const block_q3_K& b, const int8_t* q8, cons
     return r;
 }
 
-STRATA_HD KBlockSums q4_K_block_sums(const block_q4_K& b, const int8_t* q8, const int16_t* bsums) {
+// Q4_K and Q5_K alike: eight 32-weight sub-blocks, each with a 6-bit scale and min (k_scale_min).
+STRATA_HD int k45_code(const block_q4_K& b, int w) { return q4_K_code(b, w); }
+STRATA_HD int k45_code(const block_q5_K& b, int w) { return q5_K_code(b, w); }
+template <class Block>
+STRATA_HD KBlockSums k45_block_sums(const Block& b, const int8_t* q8, const int16_t* bsums) {
     KBlockSums r{0, 0};
     for (int s = 0; s < kQK_K / 32; ++s) {
         int32_t sub = 0;
-        for (int i = 0; i < 32; ++i) sub += q4_K_code(b, 32 * s + i) * q8[32 * s + i];
+        for (int i = 0; i < 32; ++i) sub += k45_code(b, 32 * s + i) * q8[32 * s + i];
         const KScaleMin sm = k_scale_min(b.scales, s);
         r.sumi += int32_t(sm.scale) * sub;
         r.summs += int32_t(sm.min) * (int32_t(bsums[2 * s]) + int32_t(bsums[2 * s + 1]));
@@ -264,16 +268,12 @@ STRATA_HD KBlockSums q4_K_block_sums(const block_q4_K& b, const int8_t* q8, cons
     return r;
 }
 
+STRATA_HD KBlockSums q4_K_block_sums(const block_q4_K& b, const int8_t* q8, const int16_t* bsums) {
+    return k45_block_sums(b, q8, bsums);
+}
+
 STRATA_HD KBlockSums q5_K_block_sums(const block_q5_K& b, const int8_t* q8, const int16_t* bsums) {
-    KBlockSums r{0, 0};
-    for (int s = 0; s < kQK_K / 32; ++s) {
-        int32_t sub = 0;
-        for (int i = 0; i < 32; ++i) sub += q5_K_code(b, 32 * s + i) * q8[32 * s + i];
-        const KScaleMin sm = k_scale_min(b.scales, s);
-        r.sumi += int32_t(sm.scale) * sub;
-        r.summs += int32_t(sm.min) * (int32_t(bsums[2 * s]) + int32_t(bsums[2 * s + 1]));
-    }
-    return r;
+    return k45_block_sums(b, q8, bsums);
 }
 
 STRATA_HD KBlockSums q6_K_block_sums(const block_q6_K& b, const int8_t* q8, const int16_t*) {

@@ -95,6 +95,53 @@ float add_lanes(float sum, const float* acc) {
     return sum;
 }
 
+// Q3_K/Q6_K: the sixteen signed sub-block scales.
+void sub_scales(const block_q3_K& b, int16_t scales[16]) {
+    for (int s = 0; s < 16; ++s) scales[s] = int16_t(q3_K_scale(b.scales, s));
+}
+void sub_scales(const block_q6_K& b, int16_t scales[16]) {
+    for (int s = 0; s < 16; ++s) scales[s] = b.scales[s];
+}
+
+// Q3_K and Q6_K (no mins): eight lane accumulators += d * lane, unfused.
+template <class Block>
+float dot_no_min(int64_t n, const void* w, const void* x) {
+    const auto* wb = static_cast<const Block*>(w);
+    const auto* xb = static_cast<const block_q8_K*>(x);
+    float acc[8] = {};
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        int8_t codes[kQK_K];
+        int16_t scales[16];
+        codes_of(wb[i], codes);
+        sub_scales(wb[i], scales);
+        const Lanes lanes = lanes_of<16>(codes, scales, xb[i].qs);
+        const float d = f16_to_f32(wb[i].d) * xb[i].d;
+        for (int l = 0; l < 8; ++l) acc[l] += d * float(lanes.v[l]);
+    }
+    return add_lanes(0.0f, acc);
+}
+
+// Q4_K and Q5_K (6-bit scales and mins): lanes += fma, sum = fma(-dmin, summs, sum).
+template <class Block>
+float dot_scale_min(int64_t n, const void* w, const void* x) {
+    const auto* wb = static_cast<const Block*>(w);
+    const auto* xb = static_cast<const block_q8_K*>(x);
+    float acc[8] = {};
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n / kQK_K; ++i) {
+        int8_t codes[kQK_K];
+        int16_t scales[8];
+        codes_of(wb[i], codes);
+        const int32_t summs = k4_scales_and_mins(wb[i].scales, xb[i].bsums, scales);
+        const Lanes lanes = lanes_of<32>(codes, scales, xb[i].qs);
+        const float d = f16_to_f32(wb[i].d) * xb[i].d;
+        for (int l = 0; l < 8; ++l) acc[l] = std::fma(d, float(lanes.v[l]), acc[l]);
+        const float dmin = f16_to_f32(wb[i].dmin) * xb[i].d;
+        sum = std::fma(-dmin, float(summs), sum);
+    }
+    return add_lanes(sum, acc);
+}
+
 }  // namespace
 
 float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* x) {
@@ -122,73 +169,19 @@ float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* x) {
 }
 
 float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* x) {
-    const auto* wb = static_cast<const block_q3_K*>(w);
-    const auto* xb = static_cast<const block_q8_K*>(x);
-    float acc[8] = {};
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-        int8_t codes[kQK_K];
-        int16_t scales[16];
-        codes_of(wb[i], codes);
-        for (int s = 0; s < 16; ++s) scales[s] = int16_t(q3_K_scale(wb[i].scales, s));
-        const Lanes lanes = lanes_of<16>(codes, scales, xb[i].qs);
-        const float d = f16_to_f32(wb[i].d) * xb[i].d;
-        for (int l = 0; l < 8; ++l) acc[l] += d * float(lanes.v[l]);
-    }
-    return add_lanes(0.0f, acc);
+    return dot_no_min<block_q3_K>(n, w, x);
 }
 
 float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* x) {
-    const auto* wb = static_cast<const block_q4_K*>(w);
-    const auto* xb = static_cast<const block_q8_K*>(x);
-    float acc[8] = {};
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-        int8_t codes[kQK_K];
-        int16_t scales[8];
-        codes_of(wb[i], codes);
-        const int32_t summs = k4_scales_and_mins(wb[i].scales, xb[i].bsums, scales);
-        const Lanes lanes = lanes_of<32>(codes, scales, xb[i].qs);
-        const float d = f16_to_f32(wb[i].d) * xb[i].d;
-        for (int l = 0; l < 8; ++l) acc[l] = std::fma(d, float(lanes.v[l]), acc[l]);
-        const float dmin = f16_to_f32(wb[i].dmin) * xb[i].d;
-        sum = std::fma(-dmin, float(summs), sum);
-    }
-    return add_lanes(sum, acc);
+    return dot_scale_min<block_q4_K>(n, w, x);
 }
 
 float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* x) {
-    const auto* wb = static_cast<const block_q5_K*>(w);
-    const auto* xb = static_cast<const block_q8_K*>(x);
-    float acc[8] = {};
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-        int8_t codes[kQK_K];
-        int16_t scales[8];
-        codes_of(wb[i], codes);
-        const int32_t summs = k4_scales_and_mins(wb[i].scales, xb[i].bsums, scales);
-        const Lanes lanes = lanes_of<32>(codes, scales, xb[i].qs);
-        const float d = f16_to_f32(wb[i].d) * xb[i].d;
-        for (int l = 0; l < 8; ++l) acc[l] = std::fma(d, float(lanes.v[l]), acc[l]);
-        const float dmin = f16_to_f32(wb[i].dmin) * xb[i].d;
-        sum = std::fma(-dmin, float(summs), sum);
-    }
-    return add_lanes(sum, acc);
+    return dot_scale_min<block_q5_K>(n, w, x);
 }
 
 float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* x) {
-    const auto* wb = static_cast<const block_q6_K*>(w);
-    const auto* xb = static_cast<const block_q8_K*>(x);
-    float acc[8] = {};
-    for (int64_t i = 0; i < n / kQK_K; ++i) {
-        int8_t codes[kQK_K];
-        int16_t scales[16];
-        codes_of(wb[i], codes);
-        for (int s = 0; s < 16; ++s) scales[s] = wb[i].scales[s];
-        const Lanes lanes = lanes_of<16>(codes, scales, xb[i].qs);
-        const float d = f16_to_f32(wb[i].d) * xb[i].d;
-        for (int l = 0; l < 8; ++l) acc[l] += d * float(lanes.v[l]);
-    }
-    return add_lanes(0.0f, acc);
+    return dot_no_min<block_q6_K>(n, w, x);
 }
 
 }  // namespace strata::quant

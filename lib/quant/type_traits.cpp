@@ -87,15 +87,6 @@ const TypeTraits kTable[] = {
     {kTypeQ1_0, "q1_0", 128, sizeof(block_q1_0), kTypeQ8_0, decode_row_q1_0, nullptr, vec_dot_q1_0_q8_0, kNoDot},
 };
 
-bool cpu_has_avx2_kernels() {
-#if defined(__x86_64__)
-    const auto& f = util::cpu_features();
-    return f.avx2 && f.fma && f.f16c;
-#else
-    return false;
-#endif
-}
-
 }  // namespace
 
 const TypeTraits* find_type_traits(uint32_t ggml_type) {
@@ -111,7 +102,7 @@ std::string supported_type_names() {
 }
 
 VecDotFn best_vec_dot(const TypeTraits& traits, bool scalar) {
-    static const bool avx2 = cpu_has_avx2_kernels();  // cpu_features() honours STRATA_CPU=scalar
+    static const bool avx2 = util::has_avx2_kernels();  // cpu_features() honours STRATA_CPU=scalar
     if (!scalar && avx2 && traits.dot_avx2) return traits.dot_avx2;
     return traits.dot_scalar;
 }

@@ -51,4 +51,13 @@ const CpuFeatures& cpu_features() {
     return features;
 }
 
+bool has_avx2_kernels() {
+#if defined(__x86_64__)
+    const auto& f = cpu_features();
+    return f.avx2 && f.fma && f.f16c;
+#else
+    return false;
+#endif
+}
+
 }  // namespace strata::util

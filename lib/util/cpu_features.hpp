@@ -13,4 +13,7 @@ struct CpuFeatures {
 // Detected once; $STRATA_CPU=scalar forces the portable kernels (for tests and comparisons).
 const CpuFeatures& cpu_features();
 
+// AVX2, FMA and F16C together on x86-64: what every kernel compiled for AVX2 uses (so it may run).
+bool has_avx2_kernels();
+
 }  // namespace strata::util

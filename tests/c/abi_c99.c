@@ -32,7 +32,9 @@ static void test_versions_and_errors(void) {
     CHECK(strcmp(strata_status_string(STRATA_ERR_FORMAT), "malformed file") == 0);
     CHECK(strcmp(strata_tensor_type_name(STRATA_TYPE_IQ1_S), "iq1_s") == 0);
     CHECK(strata_tensor_type_supported(STRATA_TYPE_IQ1_S) == 1);
-    CHECK(strata_tensor_type_supported(2) == 0); /* q4_0 */
+    CHECK(strata_tensor_type_supported(STRATA_TYPE_Q4_0) == 1);
+    CHECK(strata_tensor_type_supported(STRATA_TYPE_Q3_K) == 0); /* decoded, not written */
+    CHECK(strata_tensor_type_supported(40) == 0);               /* nvfp4: not decoded */
     strata_model_free(NULL);
     strata_writer_free(NULL);
     CHECK(strata_model_open(NULL, 1, NULL, NULL) == STRATA_ERR_INVALID_ARGUMENT);

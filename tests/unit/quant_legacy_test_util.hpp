@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "quant/half.hpp"
@@ -17,13 +18,16 @@
 #include "quant/q8_0.hpp"
 #include "quant/q8_k.hpp"
 #include "quant_test_util.hpp"
+#include "test_support.hpp"
 
 namespace strata::test::legacy {
 
-using DecodeFn = void (*)(const void*, float*, int64_t);
-using DotFn = float (*)(int64_t, const void*, const void*);
-
-enum class Act { q8_0, q8_1, q8_K };
+// The activation formats, the activation rows and the scale-field helpers of quant_test_util.hpp.
+using test::Act;
+using test::Activations;
+using test::get_f16;
+using test::put_f16;
+using test::random_scale;
 
 struct DotSpec {
     const char* name;
@@ -40,83 +44,14 @@ struct DotSpec {
     bool has_min = false;  // Q4_1 / Q5_1: binary16 m at byte 2, dotted through Q8_1's s
 };
 
-inline void put_f16(uint8_t* p, float v) {
-    const uint16_t h = quant::f32_to_f16(v);
-    std::memcpy(p, &h, 2);
-}
-
-inline float get_f16(const uint8_t* p) {
-    uint16_t h;
-    std::memcpy(&h, p, 2);
-    return quant::f16_to_f32(h);
-}
-
-// +-10^U(-3, 0): scales of realistic size, both signs.
-inline float random_scale(std::mt19937_64& rng) {
-    std::uniform_real_distribution<float> exponent(-3.0f, 0.0f);
-    return std::pow(10.0f, exponent(rng)) * ((rng() & 1) ? -1.0f : 1.0f);
-}
-
-inline int64_t act_block_elements(Act act) { return act == Act::q8_K ? quant::kQK_K : 32; }
-
-// One activation row, with what the checks need to know about it.
-struct Activations {
-    std::vector<uint8_t> bytes;  // the blocks as the kernels read them
-    std::vector<int> qs;         // the n int8 values
-    std::vector<double> value;   // d * qs, exactly
-    std::vector<double> s;       // Q8_1: the stored s of each block (as float)
-    std::vector<double> s_error; // Q8_1: s - d * sum(qs) per block (the format's own rounding)
-};
-
 // unit: d = 1 (and s = binary16 of sum qs). no_minus128: int8 values in [-127, 127].
 inline Activations make_activations(Act act, int64_t n, std::mt19937_64& rng, bool unit, bool no_minus128) {
-    Activations a;
-    a.qs.resize(size_t(n));
-    a.value.resize(size_t(n));
-    for (auto& q : a.qs) {
+    std::vector<int> qs(static_cast<size_t>(n));
+    for (auto& q : qs) {
         do q = int8_t(uint8_t(rng()));
         while (no_minus128 && q == -128);
     }
-    const int64_t be = act_block_elements(act);
-    for (int64_t b = 0; b < n / be; ++b) {
-        const int* qs = a.qs.data() + b * be;
-        int sum = 0;
-        for (int j = 0; j < be; ++j) sum += qs[j];
-        double d = 0;
-        if (act == Act::q8_K) {
-            quant::block_q8_K y{};
-            std::normal_distribution<float> normal(0.0f, 0.01f);
-            y.d = unit ? 1.0f : normal(rng);
-            for (int j = 0; j < be; ++j) y.qs[j] = int8_t(qs[j]);
-            for (int i = 0; i < quant::kQK_K / 16; ++i) {
-                int s16 = 0;
-                for (int j = 0; j < 16; ++j) s16 += qs[16 * i + j];
-                y.bsums[i] = int16_t(s16);
-            }
-            d = y.d;
-            const auto* p = reinterpret_cast<const uint8_t*>(&y);
-            a.bytes.insert(a.bytes.end(), p, p + sizeof y);
-        } else if (act == Act::q8_0) {
-            quant::block_q8_0 y{};
-            y.d = quant::f32_to_f16(unit ? 1.0f : random_scale(rng));
-            for (int j = 0; j < be; ++j) y.qs[j] = int8_t(qs[j]);
-            d = quant::f16_to_f32(y.d);
-            const auto* p = reinterpret_cast<const uint8_t*>(&y);
-            a.bytes.insert(a.bytes.end(), p, p + sizeof y);
-        } else {
-            quant::block_q8_1 y{};
-            y.d = quant::f32_to_f16(unit ? 1.0f : random_scale(rng));
-            for (int j = 0; j < be; ++j) y.qs[j] = int8_t(qs[j]);
-            d = quant::f16_to_f32(y.d);
-            y.s = quant::f32_to_f16(float(sum) * float(d));  // as quantize_row_q8_1 writes it
-            a.s.push_back(quant::f16_to_f32(y.s));
-            a.s_error.push_back(double(quant::f16_to_f32(y.s)) - d * sum);
-            const auto* p = reinterpret_cast<const uint8_t*>(&y);
-            a.bytes.insert(a.bytes.end(), p, p + sizeof y);
-        }
-        for (int j = 0; j < be; ++j) a.value[size_t(b * be + j)] = d * qs[j];
-    }
-    return a;
+    return activations_of(act, std::move(qs), rng, unit);
 }
 
 inline std::vector<uint8_t> make_weights(const DotSpec& spec, int64_t nb, std::mt19937_64& rng, bool unit) {
@@ -220,6 +155,29 @@ inline void check_rows(const DotSpec& spec, std::mt19937_64& rng) {
             const auto x = make_activations(spec.act, n, rng, true, spec.avx2_needs_no_minus128);
             CHECK(spec.avx2(n, w.data(), x.bytes.data()) == spec.scalar(n, w.data(), x.bytes.data()));
         }
+    }
+}
+
+// Every spec of a table through (1) or through (2) and (3), one generator seeded by test_seed().
+template <size_t N>
+void check_block_integer_sums(const DotSpec (&specs)[N], int trials) {
+    const uint64_t seed = test_seed();
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    for (const auto& spec : specs) {
+        CAPTURE(spec.name);
+        check_block_integer_sums(spec, rng, trials);
+    }
+}
+
+template <size_t N>
+void check_rows(const DotSpec (&specs)[N]) {
+    const uint64_t seed = test_seed();
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    for (const auto& spec : specs) {
+        CAPTURE(spec.name);
+        check_rows(spec, rng);
     }
 }
 

@@ -19,6 +19,7 @@
 #include "quant/iq4_nl.hpp"
 #include "quant/k_quants.hpp"
 #include "quant/type_traits.hpp"
+#include "quant_test_util.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 
@@ -26,20 +27,8 @@ using namespace strata;
 
 namespace {
 
-// n copies of fill, then the listed (index, value) overrides.
-std::vector<float> expect(size_t n, float fill, std::initializer_list<std::pair<size_t, float>> at) {
-    std::vector<float> v(n, fill);
-    for (auto [i, x] : at) v[i] = x;
-    return v;
-}
-
-void check_equal(const std::vector<float>& got, const std::vector<float>& want) {
-    REQUIRE(got.size() == want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-        CAPTURE(i);
-        CHECK(got[i] == want[i]);
-    }
-}
+using test::check_equal;
+using test::expect;
 
 std::vector<float> decode(uint32_t type, const void* block, int64_t n) {
     std::vector<float> y(static_cast<size_t>(n), std::nanf(""));

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "quant/half.hpp"
@@ -28,34 +29,14 @@ using namespace strata;
 
 namespace {
 
-using DecodeFn = void (*)(const void*, float*, int64_t);
-using DotFn = float (*)(int64_t, const void*, const void*);
-
-void check_bits_equal(const std::vector<float>& got, const std::vector<float>& want) {
-    REQUIRE(got.size() == want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-        CAPTURE(i);
-        CHECK(quant::f32_to_bits(got[i]) == quant::f32_to_bits(want[i]));  // -0.0 vs 0.0 too
-    }
-}
-
-template <typename Block>
-std::vector<float> decode(DecodeFn fn, const Block& b, int64_t n) {
-    std::vector<float> y(size_t(n), std::nanf(""));
-    fn(&b, y.data(), n);
-    return y;
-}
-
-void put_f16(uint8_t* p, float v) {
-    const uint16_t h = quant::f32_to_f16(v);
-    std::memcpy(p, &h, 2);
-}
-
-// +-10^U(-3, 0): scales of realistic size, both signs.
-float random_scale(std::mt19937_64& rng) {
-    std::uniform_real_distribution<float> exponent(-3.0f, 0.0f);
-    return std::pow(10.0f, exponent(rng)) * ((rng() & 1) ? -1.0f : 1.0f);
-}
+using test::Act;
+using test::Activations;
+using test::check_bits_equal;
+using test::decode;
+using test::DecodeFn;
+using test::DotFn;
+using test::put_f16;
+using test::random_scale;
 
 // IQ1_M keeps d in the top nibbles of its four scale words.
 void set_iq1m_d(uint8_t* block, uint16_t d) {
@@ -88,8 +69,6 @@ void decode_iq4nl(const void* b, float* y, int64_t n) {
     quant::dequantize_row_iq4_nl(static_cast<const quant::block_iq4_nl*>(b), y, n);
 }
 
-enum class Act { q8_0, q8_K };
-
 struct DotSpec {
     const char* name;
     int64_t block_elements;
@@ -111,47 +90,11 @@ const DotSpec kSpecs[] = {
      quant::vec_dot_iq4_nl_q8_0_avx2, iq4nl_unit, iq4nl_random, 1},
 };
 
-// One activation row: the blocks as the kernels read them, the int8 values and d * qs exactly.
-// Any int8 (-128 included) and bsums consistent with qs.
-struct Activations {
-    std::vector<uint8_t> bytes;
-    std::vector<int> qs;
-    std::vector<double> value;
-};
-
+// One activation row of any int8 in [-qmax, qmax) (-128 included by default), bsums consistent.
 Activations make_activations(Act act, int64_t n, std::mt19937_64& rng, bool unit, int qmax = 128) {
-    Activations a;
-    a.qs.resize(size_t(n));
-    a.value.resize(size_t(n));
-    for (auto& q : a.qs) q = int(rng() % uint64_t(2 * qmax)) - qmax;
-    const int64_t be = act == Act::q8_K ? quant::kQK_K : quant::kQK8_0;
-    for (int64_t b = 0; b < n / be; ++b) {
-        const int* qs = a.qs.data() + b * be;
-        double d;
-        if (act == Act::q8_K) {
-            quant::block_q8_K y{};
-            std::normal_distribution<float> normal(0.0f, 0.01f);
-            y.d = unit ? 1.0f : normal(rng);
-            for (int j = 0; j < be; ++j) y.qs[j] = int8_t(qs[j]);
-            for (int i = 0; i < quant::kQK_K / 16; ++i) {
-                int s16 = 0;
-                for (int j = 0; j < 16; ++j) s16 += qs[16 * i + j];
-                y.bsums[i] = int16_t(s16);
-            }
-            d = y.d;
-            const auto* p = reinterpret_cast<const uint8_t*>(&y);
-            a.bytes.insert(a.bytes.end(), p, p + sizeof y);
-        } else {
-            quant::block_q8_0 y{};
-            y.d = quant::f32_to_f16(unit ? 1.0f : random_scale(rng));
-            for (int j = 0; j < be; ++j) y.qs[j] = int8_t(qs[j]);
-            d = quant::f16_to_f32(y.d);
-            const auto* p = reinterpret_cast<const uint8_t*>(&y);
-            a.bytes.insert(a.bytes.end(), p, p + sizeof y);
-        }
-        for (int j = 0; j < be; ++j) a.value[size_t(b * be + j)] = d * qs[j];
-    }
-    return a;
+    std::vector<int> qs(static_cast<size_t>(n));
+    for (auto& q : qs) q = int(rng() % uint64_t(2 * qmax)) - qmax;
+    return test::activations_of(act, std::move(qs), rng, unit);
 }
 
 std::vector<uint8_t> make_weights(const DotSpec& spec, int64_t nb, std::mt19937_64& rng, bool unit) {

@@ -23,8 +23,11 @@ using namespace strata;
 
 namespace {
 
-using DecodeFn = void (*)(const void*, float*, int64_t);
-using DotFn = float (*)(int64_t, const void*, const void*);
+using test::check_equal;
+using test::decode;
+using test::DecodeFn;
+using test::DotFn;
+using test::expect;
 
 // The header's block sum of one raw block (what every kernel must reproduce).
 template <typename Block, typename Sum>
@@ -87,37 +90,14 @@ const Format kFormats[] = {
 constexpr uint16_t kHalfOne = 0x3c00;  // binary16 1.0
 constexpr uint16_t kHalfHalf = 0x3800;  // binary16 0.5
 
-// n copies of fill, then the listed (index, value) overrides.
-std::vector<float> expect(size_t n, float fill, std::initializer_list<std::pair<size_t, float>> at) {
-    std::vector<float> v(n, fill);
-    for (auto [i, x] : at) v[i] = x;
-    return v;
-}
-
-void check_equal(const std::vector<float>& got, const std::vector<float>& want) {
-    REQUIRE(got.size() == want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-        CAPTURE(i);
-        CHECK(got[i] == want[i]);
-    }
-}
-
-template <typename Block>
-std::vector<float> decode(DecodeFn fn, const Block& b) {
-    std::vector<float> y(256, std::nanf(""));
-    fn(&b, y.data(), 256);
-    return y;
-}
-
 int grid_byte(uint64_t entry, int j) { return int((entry >> (8 * j)) & 0xff); }
 
 // Random blocks of any format: every index, sign and scale bit reachable, d = +-10^U(-3,0) as f16.
 std::vector<uint8_t> random_blocks(std::mt19937_64& rng, const Format& f, int64_t blocks, bool unit_scale) {
     std::vector<uint8_t> raw(f.block_bytes * size_t(blocks));
     for (auto& c : raw) c = uint8_t(rng());
-    std::uniform_real_distribution<float> exponent(-3.0f, 0.0f);
     for (int64_t b = 0; b < blocks; ++b) {
-        const float d = std::pow(10.0f, exponent(rng)) * ((rng() & 1) ? -1.0f : 1.0f);
+        const float d = test::random_scale(rng);
         const uint16_t h = unit_scale ? kHalfOne : quant::f32_to_f16(d);
         std::memcpy(raw.data() + f.block_bytes * size_t(b), &h, 2);  // d is every block's first field
     }

@@ -24,8 +24,10 @@ using namespace strata;
 
 namespace {
 
-using DecodeFn = void (*)(const void*, float*, int64_t);
-using DotFn = float (*)(int64_t, const void*, const void*);
+using test::DecodeFn;
+using test::DotFn;
+using test::put_f16;
+using test::random_scale;
 using SumsFn = quant::KBlockSums (*)(const void*, const int8_t*, const int16_t*);
 
 // One K-quant type as these checks see it.
@@ -116,20 +118,9 @@ const KSpec kSpecs[] = {
      small_q6_K},
 };
 
-void put_f16(uint8_t* p, float v) {
-    const uint16_t h = quant::f32_to_f16(v);
-    std::memcpy(p, &h, 2);
-}
-
 void set_scales(const KSpec& spec, uint8_t* block, float d, float dmin) {
     put_f16(block + spec.d_off, d);
     if (spec.dmin_off >= 0) put_f16(block + spec.dmin_off, dmin);
-}
-
-// +-10^U(-3, 0): realistic block scales, both signs.
-float random_scale(std::mt19937_64& rng) {
-    std::uniform_real_distribution<float> exponent(-3.0f, 0.0f);
-    return std::pow(10.0f, exponent(rng)) * ((rng() & 1) ? -1.0f : 1.0f);
 }
 
 // nb random blocks: random bytes (every code, scale and min reachable), then d and dmin.

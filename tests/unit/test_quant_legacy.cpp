@@ -25,27 +25,9 @@ using test::legacy::DotSpec;
 
 namespace {
 
-template <typename Block>
-std::vector<float> decode(void (*fn)(const void*, float*, int64_t), const Block& b, int64_t n) {
-    std::vector<float> y(size_t(n), std::nanf(""));
-    fn(&b, y.data(), n);
-    return y;
-}
-
-// n copies of fill with the listed (index, value) overrides.
-std::vector<float> expect(size_t n, float fill, std::initializer_list<std::pair<size_t, float>> at) {
-    std::vector<float> v(n, fill);
-    for (auto [i, x] : at) v[i] = x;
-    return v;
-}
-
-void check_equal(const std::vector<float>& got, const std::vector<float>& want) {
-    REQUIRE(got.size() == want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-        CAPTURE(i);
-        CHECK(quant::f32_to_bits(got[i]) == quant::f32_to_bits(want[i]));  // -0.0 vs 0.0 too
-    }
-}
+using test::decode;
+using test::expect;
+using test::check_bits_equal;
 
 void decode_q8_0(const void* b, float* y, int64_t n) { quant::dequantize_row_q8_0(static_cast<const quant::block_q8_0*>(b), y, n); }
 
@@ -99,7 +81,7 @@ TEST_CASE("Q4_0: one block worked by hand") {
     std::memset(b.qs, 0x88, sizeof b.qs);  // q = 8 everywhere: 0
     b.qs[0] = 0xF0;                        // w0 = 0.5 * -8 = -4,   w16 = 0.5 * 7 = 3.5
     b.qs[1] = 0x19;                        // w1 = 0.5 * 1 = 0.5,   w17 = 0.5 * -7 = -3.5
-    check_equal(decode(quant::decode_row_q4_0, b, 32), expect(32, 0.0f, {{0, -4.0f}, {16, 3.5f}, {1, 0.5f}, {17, -3.5f}}));
+    check_bits_equal(decode(quant::decode_row_q4_0, b, 32), expect(32, 0.0f, {{0, -4.0f}, {16, 3.5f}, {1, 0.5f}, {17, -3.5f}}));
 }
 
 TEST_CASE("Q4_1: one block worked by hand") {
@@ -110,7 +92,7 @@ TEST_CASE("Q4_1: one block worked by hand") {
     std::memset(b.qs, 0x00, sizeof b.qs);  // q = 0: -1
     b.qs[0] = 0xF3;                        // w0 = 1.5 - 1 = 0.5, w16 = 7.5 - 1 = 6.5
     b.qs[15] = 0x20;                       // w15 = -1,           w31 = 1 - 1 = 0
-    check_equal(decode(quant::decode_row_q4_1, b, 32), expect(32, -1.0f, {{0, 0.5f}, {16, 6.5f}, {31, 0.0f}}));
+    check_bits_equal(decode(quant::decode_row_q4_1, b, 32), expect(32, -1.0f, {{0, 0.5f}, {16, 6.5f}, {31, 0.0f}}));
 }
 
 TEST_CASE("Q5_0: one block worked by hand") {
@@ -123,7 +105,7 @@ TEST_CASE("Q5_0: one block worked by hand") {
     b.qh[2] = 0xFE;                        // bit 16 clear: w16 = 0 - 16 = -16
     b.qh[0] = 0xF7;                        // bit 3 clear, and
     b.qs[3] = 0x35;                        // w3 = 5 - 16 = -11, w19 = (3 | 16) - 16 = 3
-    check_equal(decode(quant::decode_row_q5_0, b, 32), expect(32, 0.0f, {{0, 15.0f}, {16, -16.0f}, {3, -11.0f}, {19, 3.0f}}));
+    check_bits_equal(decode(quant::decode_row_q5_0, b, 32), expect(32, 0.0f, {{0, 15.0f}, {16, -16.0f}, {3, -11.0f}, {19, 3.0f}}));
 }
 
 TEST_CASE("Q5_1: one block worked by hand") {
@@ -136,7 +118,7 @@ TEST_CASE("Q5_1: one block worked by hand") {
     b.qh[3] = 0x80;                        // bit 31: fifth bit of w31
     b.qs[15] = 0xA0;                       // w31 = 0.5 * (10 | 16) + 2 = 15, w15 = 2
     b.qs[4] = 0x0B;                        // w4 = 0.5 * 11 + 2 = 7.5
-    check_equal(decode(quant::decode_row_q5_1, b, 32), expect(32, 2.0f, {{31, 15.0f}, {4, 7.5f}}));
+    check_bits_equal(decode(quant::decode_row_q5_1, b, 32), expect(32, 2.0f, {{31, 15.0f}, {4, 7.5f}}));
 }
 
 TEST_CASE("Q8_1: one block decodes as d * qs, ignoring s") {
@@ -146,7 +128,7 @@ TEST_CASE("Q8_1: one block decodes as d * qs, ignoring s") {
     b.qs[0] = -128;
     b.qs[31] = 127;
     b.qs[5] = -3;
-    check_equal(decode(quant::decode_row_q8_1, b, 32), expect(32, 0.0f, {{0, -64.0f}, {31, 63.5f}, {5, -1.5f}}));
+    check_bits_equal(decode(quant::decode_row_q8_1, b, 32), expect(32, 0.0f, {{0, -64.0f}, {31, 63.5f}, {5, -1.5f}}));
 }
 
 TEST_CASE("MXFP4: the generated codebook and two blocks worked by hand") {
@@ -166,7 +148,7 @@ TEST_CASE("MXFP4: the generated codebook and two blocks worked by hand") {
     std::vector<float> y(64, std::nanf(""));
     quant::decode_row_mxfp4(b, y.data(), 64);
     auto want_y = expect(64, 0.0f, {{0, 6.0f}, {16, -6.0f}, {1, -1.0f}, {17, -0.5f}, {34, std::ldexp(1.0f, -128)}, {50, -std::ldexp(1.0f, -125)}});
-    check_equal(y, want_y);
+    check_bits_equal(y, want_y);
     CHECK(quant::mxfp4_half_scale(255) == std::ldexp(1.0f, 127));
     CHECK(quant::mxfp4_half_scale(1) == std::ldexp(1.0f, -127));
 }
@@ -187,7 +169,7 @@ TEST_CASE("Q1_0: blocks worked by hand from ggml's dequantize_row_q1_0 (the gguf
     auto want = expect(256, 0.0f, {{0, 0.25f}, {127, 0.25f}, {50, 0.25f}, {53, 0.25f}, {152, -0.0f}});
     for (size_t j = 1; j < 127; ++j)
         if (j != 50 && j != 53) want[j] = -0.25f;
-    check_equal(y, want);
+    check_bits_equal(y, want);
 }
 
 TEST_CASE("Q1_0 x Q8_0 adds or subtracts each activation by its sign bit, four Q8_0 blocks per Q1_0 block") {
@@ -321,23 +303,11 @@ TEST_CASE("quantize_row_q8_1 writes ggml's d, rounded codes and s = binary16(d *
 }
 
 TEST_CASE("legacy, MXFP4 and Q1_0 dots: single blocks with unit scales give exactly the integer sum of decoded weights") {
-    const uint64_t seed = test::test_seed();
-    CAPTURE(seed);
-    std::mt19937_64 rng(seed);
-    for (const auto& spec : kSpecs) {
-        CAPTURE(spec.name);
-        test::legacy::check_block_integer_sums(spec, rng, 500);
-    }
+    test::legacy::check_block_integer_sums(kSpecs, 500);
 }
 
 TEST_CASE("legacy, MXFP4 and Q1_0 dots on rows of 1, 3, 17 and 128 blocks match a float64 product within float32 error") {
-    const uint64_t seed = test::test_seed();
-    CAPTURE(seed);
-    std::mt19937_64 rng(seed);
-    for (const auto& spec : kSpecs) {
-        CAPTURE(spec.name);
-        test::legacy::check_rows(spec, rng);
-    }
+    test::legacy::check_rows(kSpecs);
 }
 
 TEST_CASE("the legacy AVX2 dots compute the scalar kernels' integer sums") {

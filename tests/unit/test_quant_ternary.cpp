@@ -17,13 +17,7 @@ using test::legacy::DotSpec;
 
 namespace {
 
-void check_equal(const std::vector<float>& got, const std::vector<float>& want) {
-    REQUIRE(got.size() == want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-        CAPTURE(i);
-        CHECK(quant::f32_to_bits(got[i]) == quant::f32_to_bits(want[i]));
-    }
-}
+using test::check_bits_equal;
 
 // The scale sits at the end of both blocks.
 void unit_tq1(uint8_t* b) { test::legacy::put_f16(b + 52, 1.0f); }
@@ -58,7 +52,7 @@ TEST_CASE("TQ1_0: one block worked by hand") {
     want[241] = -0.5f, want[245] = 0.5f;
     std::vector<float> y(256, std::nanf(""));
     quant::decode_row_tq1_0(&b, y.data(), 256);
-    check_equal(y, want);
+    check_bits_equal(y, want);
     const int trits[5] = {2, 0, 1, 2, 1};
     for (int l = 0; l < 5; ++l) CHECK(quant::tq1_trit(188, l) == trits[l]);
 }
@@ -74,25 +68,13 @@ TEST_CASE("TQ2_0: one block worked by hand") {
     want[0] = 2.0f, want[32] = -0.0f, want[64] = -2.0f, want[96] = -4.0f, want[129] = -2.0f;
     std::vector<float> y(256, std::nanf(""));
     quant::decode_row_tq2_0(&b, y.data(), 256);
-    check_equal(y, want);
+    check_bits_equal(y, want);
 }
 
 TEST_CASE("ternary dots: single blocks with unit scales give exactly the integer sum of decoded weights") {
-    const uint64_t seed = test::test_seed();
-    CAPTURE(seed);
-    std::mt19937_64 rng(seed);
-    for (const auto& spec : kSpecs) {
-        CAPTURE(spec.name);
-        test::legacy::check_block_integer_sums(spec, rng, 300);
-    }
+    test::legacy::check_block_integer_sums(kSpecs, 300);
 }
 
 TEST_CASE("ternary dots on rows of 1, 3, 17 and 128 blocks match a float64 product within float32 error") {
-    const uint64_t seed = test::test_seed();
-    CAPTURE(seed);
-    std::mt19937_64 rng(seed);
-    for (const auto& spec : kSpecs) {
-        CAPTURE(spec.name);
-        test::legacy::check_rows(spec, rng);
-    }
+    test::legacy::check_rows(kSpecs);
 }
