@@ -15,15 +15,19 @@
 
 namespace {
 
-// The product kernels read the same untrusted blocks: the first row dotted with itself (as the
-// activation type ggml pairs with it), by the scalar reference and the kernel this CPU runs.
-size_t dot_first_row(uint32_t type, const uint8_t* blocks, std::vector<float>& row, int64_t n) {
+// The product kernels read the same untrusted blocks: the first row dotted with activations of
+// ordinary size (they come from the model's own computation, not the file) quantized to the type
+// ggml pairs with the weights, by the scalar reference and the kernel this CPU runs.
+size_t dot_first_row(uint32_t type, const uint8_t* blocks, std::vector<float>& x, int64_t n) {
     const strata::quant::TypeTraits* traits = strata::quant::find_type_traits(type);
     if (!traits || !traits->dot_scalar) return 0;
-    for (float& v : row)
-        if (!(v == v) || v > 1e30f || v < -1e30f) v = 1.0f;  // the activations come from the model, finite
+    uint32_t s = 12345;
+    for (float& v : x) {
+        s = s * 1664525u + 1013904223u;
+        v = float(int32_t(s)) * 0x1p-31f;  // [-1, 1)
+    }
     std::vector<uint8_t> act(strata::quant::row_size(traits->dot_type, n));
-    strata::quant::quantize_row(traits->dot_type, row.data(), act.data(), n, nullptr);
+    strata::quant::quantize_row(traits->dot_type, x.data(), act.data(), n, nullptr);
     const float a = traits->dot_scalar(n, blocks, act.data());
     const float b = strata::quant::best_vec_dot(*traits)(n, blocks, act.data());
     return size_t(a == b) + size_t(a > 0.0f);
