@@ -25,6 +25,7 @@
 
 #include "bench_util.hpp"
 #include "exec/cpu_backend.hpp"
+#include "gguf/ggml_types.hpp"
 #include "quant/formats.hpp"
 #include "quant/half.hpp"
 #include "quant/type_traits.hpp"
@@ -129,10 +130,9 @@ int main(int argc, char** argv) {
     }
     std::vector<const quant::TypeTraits*> types;
     for (const std::string& name : split(types_arg, ',')) {
-        const quant::TypeTraits* found = nullptr;
-        for (uint32_t id = 0; id < 64 && !found; ++id)
-            if (const quant::TypeTraits* t = quant::find_type_traits(id); t && name == t->name) found = t;
-        if (!found || !found->dot_scalar) {
+        const std::optional<uint32_t> id = gguf::ggml_type_from_name(name);
+        const quant::TypeTraits* found = id ? quant::find_type_traits(*id) : nullptr;
+        if (!found || !found->dot_scalar) {  // float and activation-only types have no dot to time
             std::fprintf(stderr, "unknown or activation-only type '%s' (known: %s)\n", name.c_str(),
                          quant::supported_type_names().c_str());
             return 2;

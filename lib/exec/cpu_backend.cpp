@@ -25,7 +25,7 @@ constexpr int64_t kRowTile = 16;
 // the CPU runs.
 const quant::TypeTraits& weight_traits(const WeightView& w) {
     const quant::TypeTraits* t = quant::find_type_traits(w.type);
-    if (!t || (t->dot_type != quant::kTypeF32 && !t->dot_scalar))
+    if (!t || !quant::is_weight_type(*t))
         fail(Status::unsupported, "matmul: tensor '" + w.name + "' has ggml type " + std::to_string(w.type) +
                                       (t ? std::string(" (") + t->name + ")" : std::string()) +
                                       ", which the CPU backend does not run (it runs " + quant::supported_type_names() +
@@ -45,7 +45,7 @@ int CpuBackend::n_threads() const { return pool_->size(); }
 
 bool CpuBackend::supports(uint32_t t) {
     const quant::TypeTraits* traits = quant::find_type_traits(t);
-    return traits && (traits->dot_type == quant::kTypeF32 || traits->dot_scalar);
+    return traits && quant::is_weight_type(*traits);
 }
 
 void CpuBackend::parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {

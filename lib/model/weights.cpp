@@ -14,11 +14,9 @@ namespace {
 
 std::string shape_str(int64_t a, int64_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; }
 
-// A weight matrix's type must have a product: a float type, or one with an integer dot against
-// its activation type (q8_0, q8_1 and q8_K are activation formats, not weights).
 bool matmul_type(uint32_t t) {
     const quant::TypeTraits* traits = quant::find_type_traits(t);
-    return traits && (traits->dot_type == quant::kTypeF32 || traits->dot_scalar);
+    return traits && quant::is_weight_type(*traits);
 }
 
 // llama family: q, k, v, output (+ qwen2 biases, qwen3 per-head norms).

@@ -32,6 +32,7 @@
 
 #include "quant/iq1_grid_neighbours.hpp"
 #include "quant/iq1m_block.hpp"
+#include "quant/quantizer_input.hpp"
 #include "util/error.hpp"
 
 namespace strata::quant {
@@ -364,24 +365,11 @@ void quantize_block(const float* xin, const float* qw, block_iq1_m& out) {
     }
 }
 
-void check_input(const float* x, const void* y, int64_t n, const float* imatrix) {
-    if (n < 0 || n % kQK_K != 0)
-        fail(Status::invalid_argument,
-             "IQ1_M quantizer: row length " + std::to_string(n) + " is not a multiple of 256");
-    if (n != 0 && (!x || !y)) fail(Status::invalid_argument, "IQ1_M quantizer: null source or destination");
-    for (int64_t i = 0; i < n; ++i) {
-        if (!std::isfinite(x[i]))
-            fail(Status::invalid_argument, "IQ1_M quantizer: x[" + std::to_string(i) + "] is not finite");
-        if (imatrix && !(std::isfinite(imatrix[i]) && imatrix[i] >= 0))
-            fail(Status::invalid_argument,
-                 "IQ1_M quantizer: imatrix[" + std::to_string(i) + "] is negative or not finite");
-    }
-}
 
 }  // namespace
 
 void quantize_row_iq1_m(const float* x, void* y, int64_t n, const float* imatrix) {
-    check_input(x, y, n, imatrix);
+    check_quantizer_input("IQ1_M quantizer", x, y, n, imatrix);
     auto* out = static_cast<block_iq1_m*>(y);
     for (int64_t b = 0; b < n / kQK_K; ++b)
         quantize_block(x + b * kQK_K, imatrix ? imatrix + b * kQK_K : nullptr, out[b]);

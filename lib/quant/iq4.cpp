@@ -8,6 +8,7 @@
 #include "quant/iq4_xs.hpp"
 #include "quant/q8_0.hpp"
 #include "quant/q8_k.hpp"
+#include "quant/quantizer_input.hpp"
 #include "util/error.hpp"
 
 namespace strata::quant {
@@ -191,24 +192,11 @@ void quantize_block(const float* xin, const float* qw, block_iq4_xs& out) {
     }
 }
 
-void check_input(const float* x, const void* y, int64_t n, const float* imatrix) {
-    if (n != 0 && (!x || !y)) fail(Status::invalid_argument, "IQ4_XS quantizer: null source or destination");
-    if (n < 0 || n % kQK_K != 0)
-        fail(Status::invalid_argument,
-             "IQ4_XS quantizer: row length " + std::to_string(n) + " is not a multiple of 256");
-    for (int64_t i = 0; i < n; ++i) {
-        if (!std::isfinite(x[i]))
-            fail(Status::invalid_argument, "IQ4_XS quantizer: x[" + std::to_string(i) + "] is not finite");
-        if (imatrix && !(std::isfinite(imatrix[i]) && imatrix[i] >= 0))
-            fail(Status::invalid_argument,
-                 "IQ4_XS quantizer: imatrix[" + std::to_string(i) + "] is negative or not finite");
-    }
-}
 
 }  // namespace
 
 void quantize_row_iq4_xs(const float* x, void* y, int64_t n, const float* imatrix) {
-    check_input(x, y, n, imatrix);
+    check_quantizer_input("IQ4_XS quantizer", x, y, n, imatrix);
     auto* out = static_cast<block_iq4_xs*>(y);
     for (int64_t b = 0; b < n / kQK_K; ++b)
         quantize_block(x + b * kQK_K, imatrix ? imatrix + b * kQK_K : nullptr, out[b]);

@@ -37,6 +37,10 @@ struct TypeTraits {
 // The traits of a ggml type id, or nullptr when lib/quant does not implement it.
 const TypeTraits* find_type_traits(uint32_t ggml_type);
 
+// True when a weight matrix of this type can be multiplied: a float type, or one with an integer
+// dot against its activation type (q8_1 and q8_K are activation formats, not weights).
+inline bool is_weight_type(const TypeTraits& t) { return t.dot_type == kTypeF32 || t.dot_scalar != nullptr; }
+
 // Every implemented type's name, comma-separated in id order (for error messages).
 std::string supported_type_names();
 
