@@ -7,6 +7,7 @@
 //   strata-bench decode MODEL [...] [--device cpu|cuda]                  the default mode, prompts 512/4096,
 //                                                              decode tok/s against the streaming-read bound
 //   strata-bench kernels [-o REPORT.json] [--quick] ...              the CUDA kernels against ceilings
+//   strata-bench tokenize VOCAB.gguf --text FILE [--repeat N]        tokenization MB/s
 //   strata-bench help [SUBCOMMAND]
 //
 // Each subcommand is a function `int NAME_main(int argc, char** argv)` receiving its own name as
@@ -18,6 +19,7 @@
 
 int bench_pipeline_main(int argc, char** argv);
 int bench_kernels_main(int argc, char** argv);
+int bench_tokenize_main(int argc, char** argv);
 int bench_decode_main(int argc, char** argv);  // strata-bench decode MODEL ... (bench_model.cpp)
 int run_model_bench(int argc, char** argv);  // strata-bench MODEL ... (bench_model.cpp)
 
@@ -39,6 +41,9 @@ constexpr Subcommand kSubcommands[] = {
     {"kernels", bench_kernels_main,
      "the CUDA kernels on model shapes against ceilings measured in the same run (streaming read,\n"
      "              device copy, cuBLAS f16 GEMM): GB/s or TFLOP/s, percent of the ceiling"},
+    {"tokenize", bench_tokenize_main,
+     "tokenization MB/s of one text file with a model's vocabulary (bench/tokenize_peer.sh: beside\n"
+     "              llama.cpp's llama_tokenize on the same file)"},
 };
 
 const Subcommand* find(const char* name) {

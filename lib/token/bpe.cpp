@@ -2,6 +2,7 @@
 // of a word as one character, then repeatedly merge the adjacent pair with the lowest
 // merge rank (leftmost first on ties) and look the resulting pieces up.
 #include <queue>
+#include <span>
 #include <string>
 
 #include "token/encoders.hpp"
@@ -47,30 +48,36 @@ void encode_word(const Vocab& vocab, const std::string& word, std::vector<int32_
             out.push_back(id);
             continue;
         }
-        // A piece the merges built but the vocabulary lacks: spell it one byte character at a time.
-        for (size_t pos = 0; pos < piece.size();) {
-            const size_t len = decode_utf8(piece, pos).len;
-            const int32_t id = vocab.find(piece.substr(pos, len));
-            if (id >= 0) {
-                out.push_back(id);
-            } else if (vocab.unk >= 0) {
-                out.push_back(vocab.unk);
-            } else {
-                fail(Status::unsupported, "vocabulary has no token for the byte character '" +
-                                              std::string(piece.substr(pos, len)) + "' and no unknown token");
-            }
-            pos += len;
-        }
+        // A piece the merges built but the vocabulary lacks: llama.cpp looks each of its bytes up
+        // as a one-byte token and drops the bytes that are none (only a defective vocabulary,
+        // one without all 256 byte characters, gets here).
+        for (char c : piece)
+            if (const int32_t id = vocab.find(std::string_view(&c, 1)); id >= 0) out.push_back(id);
     }
 }
 
 }  // namespace
 
 void bpe_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
-    std::string mapped;
-    for (std::string_view word : pre_tokenize(vocab.pre, text)) {
+    // As llama.cpp: the words are cut from the decoded code points and spelled again from them,
+    // so a byte that is not valid UTF-8 becomes U+FFFD.
+    std::vector<uint32_t> cps;
+    decode_utf8_lenient(text, cps);
+    std::string word, mapped;
+    size_t begin = 0;
+    for (size_t len : vocab.pre->split(cps)) {
+        word.clear();
+        encode_utf8(std::span<const uint32_t>(cps).subspan(begin, len), word);
+        begin += len;
         mapped.clear();
         for (char c : word) append_utf8(mapped, byte_to_char(uint8_t(c)));
+        // llama-bpe (llama.cpp's ignore_merges): a word that is a token is taken whole.
+        if (vocab.pre->ignore_merges()) {
+            if (const int32_t id = vocab.find(mapped); id >= 0) {
+                out.push_back(id);
+                continue;
+            }
+        }
         encode_word(vocab, mapped, out);
     }
 }

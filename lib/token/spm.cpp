@@ -14,6 +14,14 @@ namespace strata::token {
 
 namespace {
 
+// llama.cpp cuts SentencePiece input into characters by the lead byte's high four bits alone
+// (unicode_len_utf8): 0xC_/0xD_ two bytes, 0xE_ three, 0xF_ four, anything else one, whatever
+// follows; invalid bytes then fall back to byte tokens with their neighbours.
+size_t llama_char_length(uint8_t lead) {
+    const uint8_t high = lead >> 4;
+    return high < 0xC ? 1 : high < 0xE ? 2 : high == 0xE ? 3 : 4;
+}
+
 struct Bigram {
     int left, right;
     float score;
@@ -30,7 +38,7 @@ struct Lower {
 
 void spm_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>& out) {
     std::vector<Symbol> sym = split_symbols(
-        text.size(), [&](size_t pos) { return std::min(utf8_sequence_length(uint8_t(text[pos])), text.size() - pos); });
+        text.size(), [&](size_t pos) { return std::min(llama_char_length(uint8_t(text[pos])), text.size() - pos); });
     if (sym.empty()) return;
 
     std::priority_queue<Bigram, std::vector<Bigram>, Lower> queue;

@@ -11,15 +11,47 @@ namespace strata::token {
 namespace {
 
 constexpr std::string_view kSpaceMark = "\xe2\x96\x81";     // U+2581, SentencePiece's space
-constexpr std::string_view kUnknownMark = "\xe2\x96\x85";   // U+2585, llama.cpp's <unk> rendering
 
 struct Fragment {
     std::string_view text;  // raw text when token < 0
     int32_t token = -1;
 };
 
-// Tokens that encode emits as whole fragments: the text after them got a space prefix.
-bool starts_run(TokenType t) { return t == TokenType::control || t == TokenType::user_defined; }
+// C's isspace, which llama.cpp's lstrip/rstrip use.
+bool is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+// llama.cpp's clean_spaces on detokenized BPE text: no space before ? ! . , ; " ' " between
+// spaces loses both spaces; " 's", " 'm", " 're", " 've" lose their space (" 't", " 'd", " 'll" keep it).
+std::string clean_spaces(const std::string& in) {
+    std::string a;
+    for (size_t i = 0; i < in.size(); ++i) {
+        const char x = in[i];
+        if (i > 0 && !a.empty() && in[i - 1] == ' ' && (x == '?' || x == '!' || x == '.' || x == ',')) a.pop_back();
+        a += x;
+    }
+    std::string b;
+    for (size_t i = 0; i < a.size(); ++i) {
+        const char x = a[i];
+        if (i > 0 && x == '\'' && i + 1 < a.size() && a[i - 1] == ' ' && a[i + 1] == ' ') {
+            b.pop_back();
+            b += x;
+            ++i;  // and the space after it
+            continue;
+        }
+        b += x;
+    }
+    std::string c;
+    for (size_t i = 0; i < b.size(); ++i) {
+        const char x = b[i];
+        if (i > 0 && b[i - 1] == ' ' && x == '\'' && i + 1 < b.size()) {
+            const char x1 = b[i + 1];
+            const char x2 = i + 2 < b.size() ? b[i + 2] : '\0';
+            if (x1 == 's' || x1 == 'm' || (x1 == 'r' && x2 == 'e') || (x1 == 'v' && x2 == 'e')) c.pop_back();
+        }
+        c += x;
+    }
+    return c;
+}
 
 }  // namespace
 
@@ -38,8 +70,14 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
             if (it->token >= 0) continue;
             const size_t at = it->text.find(special);
             if (at == std::string_view::npos) continue;
-            const std::string_view before = it->text.substr(0, at);
-            const std::string_view after = it->text.substr(at + special.size());
+            std::string_view before = it->text.substr(0, at);
+            std::string_view after = it->text.substr(at + special.size());
+            // lstrip / rstrip (llama.cpp's per-token attributes): the token eats adjacent spaces.
+            const uint8_t strip = vocab_.strip[size_t(id)];
+            if (strip & Vocab::kStripLeft)
+                while (!before.empty() && is_c_space(before.back())) before.remove_suffix(1);
+            if (strip & Vocab::kStripRight)
+                while (!after.empty() && is_c_space(after.front())) after.remove_prefix(1);
             // The remainder stays in *it so that the loop looks at it again.
             if (!before.empty()) fragments.insert(it, {before, -1});
             fragments.insert(it, {{}, id});
@@ -93,13 +131,11 @@ void Tokenizer::append_piece(std::string& out, int32_t token, bool remove_specia
         out += char(vocab_.byte_value[size_t(token)]);
         return;
     case TokenType::control:
+    case TokenType::unknown:
         if (!remove_special) out += text;
         return;
     case TokenType::user_defined:
         out += text;
-        return;
-    case TokenType::unknown:
-        out += kUnknownMark;
         return;
     case TokenType::unused:
         return;
@@ -130,49 +166,59 @@ void Tokenizer::append_piece(std::string& out, int32_t token, bool remove_specia
 
 std::string Tokenizer::decode(std::span<const int32_t> tokens, bool remove_special) const {
     for (int32_t t : tokens) check_id(t);
+    // llama.cpp's llama_detokenize: remove_special drops a leading BOS / trailing EOS that the
+    // vocabulary adds and renders no control or unknown token; SPM's prefix space is removed
+    // from the first piece only, and not when a BOS was dropped before it.
+    bool strip = vocab_.kind == Vocab::Kind::spm && vocab_.add_space_prefix;
+    if (remove_special && vocab_.add_bos && !tokens.empty() && tokens.front() == vocab_.bos) {
+        strip = false;
+        tokens = tokens.subspan(1);
+    }
+    if (remove_special && vocab_.add_eos && !tokens.empty() && tokens.back() == vocab_.eos)
+        tokens = tokens.subspan(0, tokens.size() - 1);
+
     if (vocab_.kind == Vocab::Kind::bpe) {
         std::string out;
         for (int32_t t : tokens) append_piece(out, t, remove_special);
-        return out;
+        return vocab_.pre->clean_spaces() ? clean_spaces(out) : out;
     }
-    // SPM: text runs (normal and byte tokens) are collected first, so that a U+2581 spelled
-    // by byte tokens (vocabularies without a "▁" piece) also turns back into a space.
+    // SPM: text runs (normal and byte tokens) are collected first, so that in a vocabulary
+    // without a "▁" piece (strata-mkmodel's byte-level one) a U+2581 spelled by byte tokens
+    // also turns back into a space. Where "▁" is a piece, bytes stay bytes, as in llama.cpp.
+    const bool bytes_spell_spaces = vocab_.find(kSpaceMark) < 0;
     std::string out, run;
-
-    bool strip = vocab_.add_space_prefix;
     auto flush = [&] {
-        std::string text;
         for (size_t pos = 0; pos < run.size();) {
             if (run.compare(pos, kSpaceMark.size(), kSpaceMark) == 0) {
-                text += ' ';
+                out += ' ';
                 pos += kSpaceMark.size();
             } else {
-                text += run[pos++];
+                out += run[pos++];
             }
         }
-        if (text.empty()) return;
-        if (strip && text[0] == ' ') text.erase(0, 1);
-        strip = false;
-        out += text;
         run.clear();
     };
-    for (int32_t t : tokens) {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const int32_t t = tokens[i];
         const TokenType type = vocab_.type[size_t(t)];
-        if (type == TokenType::normal) {
-            run += vocab_.text[size_t(t)];
-        } else if (type == TokenType::byte) {
-            run += char(vocab_.byte_value[size_t(t)]);
-        } else if (starts_run(type)) {
-            flush();
-            append_piece(out, t, remove_special);
-            strip = vocab_.add_space_prefix;
-        } else if (type == TokenType::unknown) {
-            // Usually a character the vocabulary cannot spell, inside the text: no prefix follows.
-            flush();
-            append_piece(out, t, remove_special);
-        }  // unused tokens contribute nothing
+        if (type == TokenType::normal || type == TokenType::byte) {
+            if (type == TokenType::normal || bytes_spell_spaces) {
+                run += type == TokenType::byte ? std::string(1, char(vocab_.byte_value[size_t(t)])) : vocab_.text[size_t(t)];
+            } else {
+                flush();
+                out += char(vocab_.byte_value[size_t(t)]);
+            }
+            continue;
+        }
+        flush();
+        append_piece(out, t, remove_special);
     }
     flush();
+    // The first piece's leading space (llama.cpp strips it from the first token's piece only).
+    if (strip && !tokens.empty()) {
+        const TokenType first = vocab_.type[size_t(tokens.front())];
+        if ((first == TokenType::normal || first == TokenType::byte) && !out.empty() && out[0] == ' ') out.erase(0, 1);
+    }
     return out;
 }
 

@@ -10,28 +10,31 @@
 //    to every text fragment that starts the input or follows a special token (as llama.cpp).
 //    Pieces are merged by score; characters not in the vocabulary become <0xNN> byte tokens
 //    (or one <unk> per character when the vocabulary has no byte tokens).
-//  * "gpt2" -> "bpe": byte-level BPE with the pre-tokenizer of tokenizer.ggml.pre: "default"
-//    or "gpt2" (the GPT-2 regex) or "qwen2"; any other value is refused (unsupported).
+//  * "gpt2" -> "bpe": byte-level BPE with the pre-tokenizer named by tokenizer.ggml.pre (every
+//    name of the families strata runs, token/pretokenize.hpp; an unknown name is refused naming
+//    the supported ones). As llama.cpp, bytes that are not valid UTF-8 become U+FFFD first.
 //
-// Special tokens: user-defined tokens (type 4) are always matched in the text, as llama.cpp
-// and SentencePiece do; control (3) and unknown (2) tokens only when parse_special is true,
-// otherwise their text is tokenized like any other text. Longer texts are matched first.
+// Special tokens (llama.cpp's tokenizer_st_partition): user-defined tokens (type 4) are always
+// matched in the text; control (3) and unknown (2) tokens only when parse_special is true,
+// otherwise their text is tokenized like any other text. Longer texts are matched first. Tokens
+// llama.cpp takes as the end of generation by their text (<|im_end|>, <|eot_id|>, [EOS], ...)
+// become control tokens, as llama.cpp makes them, and lstrip/rstrip apply where llama.cpp sets
+// them by model name (Phi-3).
 //
-// Decoding (decode, token_to_piece): normal tokens give their text (SPM: U+2581 -> space;
-// BPE: characters -> bytes), byte tokens their byte, user-defined tokens their text, control
-// tokens their text unless remove_special, unknown tokens U+2585 (as llama.cpp), unused
-// tokens nothing. SPM with add_space_prefix: decode removes one leading space from the first
-// piece of each text run that starts the output or follows a control or user-defined
-// token — undoing the prefix encode added there, so that
-// decode(encode(t, add_special, parse_special), true) == t. (llama.cpp strips only at the
-// start; it keeps " user" in "<|im_start|> user".) token_to_piece never strips.
-// SPM decode also turns a U+2581 spelled by byte tokens back into a space (vocabularies
-// without a "▁" piece, like the byte-level one of strata-mkmodel, spell it <0xE2><0x96><0x81>),
-// so a literal U+2581 in the input decodes as a space; token_to_piece gives such bytes raw.
+// Decoding follows llama.cpp's llama_detokenize with unparse_special = !remove_special: normal
+// tokens give their text (SPM: U+2581 -> space; BPE: characters -> bytes), byte tokens their
+// byte, user-defined tokens their text, control and unknown tokens their text unless
+// remove_special (which also drops a leading BOS / trailing EOS the vocabulary adds), unused
+// tokens nothing. SPM with add_space_prefix removes one leading space from the first piece
+// (not after a dropped BOS). BPE vocabularies with llama.cpp's clean_spaces (gpt-2, llama-bpe,
+// falcon, mpt, starcoder, refact, default) drop the space before ? ! . , and some contractions,
+// so decode(encode(t)) may differ from t exactly where llama.cpp's does. token_to_piece never
+// strips or cleans. In an SPM vocabulary without a "▁" piece (strata-mkmodel's byte-level one
+// spells it <0xE2><0x96><0x81>), decode also turns a U+2581 spelled by byte tokens back into a
+// space; llama.cpp keeps those bytes, as strata does where "▁" is a piece.
 //
-// Limits: BPE letter/number classes come from a table of common scripts (token/unicode.hpp);
-// no Unicode normalization (NFC/NFKC) is applied; token attributes lstrip/rstrip that
-// llama.cpp sets for some named models are not applied.
+// Limits: no Unicode normalization (NFC/NFKC) is applied (llama.cpp applies none for these
+// tokenizers either).
 #pragma once
 
 #include <cstdint>
@@ -70,8 +73,9 @@ public:
     // The bytes one token contributes (may be part of a UTF-8 character). Throws like decode.
     std::string token_to_piece(int32_t token) const;
 
-    // End of generation: eos, eot, eom, and control tokens that end a turn in common chat
-    // formats (<|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, ...).
+    // End of generation as llama.cpp decides it: eos, eot, eom, and the tokens whose text ends a
+    // turn in the chat formats llama.cpp knows (<|eot_id|>, <|im_end|>, <|end|>, <end_of_turn>,
+    // <|endoftext|>, [EOS], [EOT], <｜end▁of▁sentence｜>, ...).
     bool is_eog(int32_t token) const;
 
     std::string_view type_name() const { return vocab_.kind == Vocab::Kind::spm ? "spm" : "bpe"; }

@@ -7,54 +7,21 @@ namespace strata::token {
 
 namespace {
 
-struct Range {
+struct LowercaseRun {
     uint32_t first, last;
+    int32_t delta;
+    uint32_t stride;
 };
 
-// Sorted, non-overlapping. Deliberately coarse: the goal is that common text splits into
-// the same words as with a full Unicode database; rare scripts fall through to "other".
-constexpr Range kLetters[] = {
-    {0x41, 0x5A},       {0x61, 0x7A},       {0xAA, 0xAA},       {0xB5, 0xB5},
-    {0xBA, 0xBA},       {0xC0, 0xD6},       {0xD8, 0xF6},       {0xF8, 0x2C1},
-    {0x2C6, 0x2D1},     {0x2E0, 0x2E4},     {0x2EC, 0x2EC},     {0x2EE, 0x2EE},
-    {0x370, 0x374},     {0x376, 0x377},     {0x37A, 0x37D},     {0x37F, 0x37F},
-    {0x386, 0x386},     {0x388, 0x3F5},     {0x3F7, 0x481},     {0x48A, 0x52F},
-    {0x531, 0x556},     {0x560, 0x588},     {0x5D0, 0x5EA},     {0x5EF, 0x5F2},
-    {0x620, 0x64A},     {0x66E, 0x66F},     {0x671, 0x6D3},     {0x6D5, 0x6D5},
-    {0x6FA, 0x6FC},     {0x904, 0x939},     {0x93D, 0x93D},     {0x950, 0x950},
-    {0x958, 0x961},     {0x971, 0x980},     {0x985, 0x9B9},     {0xA05, 0xA39},
-    {0xA85, 0xAB9},     {0xB05, 0xB39},     {0xB85, 0xBB9},     {0xC05, 0xC39},
-    {0xC85, 0xCB9},     {0xD05, 0xD3A},     {0xE01, 0xE30},     {0xE32, 0xE33},
-    {0xE40, 0xE46},     {0x10A0, 0x10FF},   {0x1100, 0x1248},   {0x1E00, 0x1FBC},
-    {0x1FBE, 0x1FBE},   {0x1FC2, 0x1FCC},   {0x1FD0, 0x1FDB},   {0x1FE0, 0x1FEC},
-    {0x1FF2, 0x1FFC},   {0x2071, 0x2071},   {0x207F, 0x207F},   {0x2090, 0x209C},
-    {0x2C00, 0x2CE4},   {0x3005, 0x3006},   {0x3031, 0x3035},   {0x3041, 0x3096},
-    {0x309D, 0x309F},   {0x30A1, 0x30FA},   {0x30FC, 0x30FF},   {0x3105, 0x312F},
-    {0x3131, 0x318E},   {0x31A0, 0x31BF},   {0x31F0, 0x31FF},   {0x3400, 0x4DBF},
-    {0x4E00, 0x9FFF},   {0xA000, 0xA48C},   {0xA640, 0xA66E},   {0xA722, 0xA788},
-    {0xAC00, 0xD7A3},   {0xF900, 0xFAFF},   {0xFB00, 0xFB06},   {0xFB1D, 0xFB4F},
-    {0xFE70, 0xFEFC},   {0xFF21, 0xFF3A},   {0xFF41, 0xFF5A},   {0xFF66, 0xFFDC},
-    {0x10400, 0x1044F}, {0x20000, 0x2FA1F}, {0x30000, 0x3134A},
-};
+#include "token/unicode_data.inc"
 
-constexpr Range kNumbers[] = {
-    {0x30, 0x39},     {0xB2, 0xB3},     {0xB9, 0xB9},     {0xBC, 0xBE},
-    {0x660, 0x669},   {0x6F0, 0x6F9},   {0x966, 0x96F},   {0x9E6, 0x9EF},
-    {0xA66, 0xA6F},   {0xAE6, 0xAEF},   {0xB66, 0xB6F},   {0xBE6, 0xBF2},
-    {0xC66, 0xC6F},   {0xCE6, 0xCEF},   {0xD66, 0xD78},   {0xE50, 0xE59},
-    {0x2070, 0x2070}, {0x2074, 0x2079}, {0x2080, 0x2089}, {0x2150, 0x2189},
-    {0x2460, 0x249B}, {0x24EA, 0x24FF}, {0x2776, 0x2793}, {0x3007, 0x3007},
-    {0x3021, 0x3029}, {0x3038, 0x303A}, {0x3192, 0x3195}, {0x3220, 0x3229},
-    {0x3248, 0x324F}, {0x3251, 0x325F}, {0x3280, 0x3289}, {0x32B1, 0x32BF},
-    {0xFF10, 0xFF19},
-};
+constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+constexpr uint32_t kReplacement = 0xFFFD;
+static_assert(sizeof(kPropertyBlock) / sizeof(kPropertyBlock[0]) * kPropertyBlockSize == kMaxCodePoint + 1);
 
-template <size_t N>
-bool in_table(const Range (&table)[N], uint32_t cp) {
-    auto it = std::upper_bound(std::begin(table), std::end(table), cp,
-                               [](uint32_t v, const Range& r) { return v < r.first; });
-    return it != std::begin(table) && cp <= std::prev(it)->last;
-}
+constexpr std::string_view kCategoryNames[] = {"Cn", "Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd",
+                                               "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm",
+                                               "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"};
 
 struct ByteMap {
     std::array<uint32_t, 256> to_char{};
@@ -72,6 +39,8 @@ const ByteMap& byte_map() {
     return map;
 }
 
+bool is_continuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
+
 }  // namespace
 
 size_t utf8_sequence_length(uint8_t lead) {
@@ -86,16 +55,16 @@ CodePoint decode_utf8(std::string_view text, size_t pos) {
     const auto byte = [&](size_t i) { return uint8_t(text[i]); };
     const uint8_t lead = byte(pos);
     const size_t len = utf8_sequence_length(lead);
-    if (len == 1) return {lead < 0x80 ? lead : 0xFFFDu, 1};
-    if (pos + len > text.size()) return {0xFFFD, 1};
+    if (len == 1) return {lead < 0x80 ? lead : kReplacement, 1};
+    if (pos + len > text.size()) return {kReplacement, 1};
     uint32_t cp = lead & (0x7Fu >> len);
     for (size_t i = 1; i < len; ++i) {
-        if ((byte(pos + i) & 0xC0) != 0x80) return {0xFFFD, 1};
+        if (!is_continuation(byte(pos + i))) return {kReplacement, 1};
         cp = (cp << 6) | (byte(pos + i) & 0x3Fu);
     }
     // Overlong forms, surrogates and values past U+10FFFF are invalid sequences.
     static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {0xFFFD, 1};
+    if (cp < kMin[len] || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) return {kReplacement, 1};
     return {cp, len};
 }
 
@@ -117,13 +86,79 @@ void append_utf8(std::string& out, uint32_t cp) {
     }
 }
 
-bool is_letter(uint32_t cp) { return in_table(kLetters, cp); }
-bool is_number(uint32_t cp) { return in_table(kNumbers, cp); }
+void decode_utf8_lenient(std::string_view text, std::vector<uint32_t>& out) {
+    out.reserve(out.size() + text.size());
+    const size_t n = text.size();
+    size_t pos = 0;
+    while (pos < n) {
+        const uint8_t lead = uint8_t(text[pos]);
+        if (lead < 0x80) {
+            out.push_back(lead);
+            ++pos;
+            continue;
+        }
+        // 80-BF cannot start a sequence; F8-FF announce no length llama.cpp knows.
+        const size_t len = lead < 0xC0 ? 0 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF8 ? 4 : 0;
+        bool ok = len != 0 && pos + len <= n;
+        uint32_t cp = lead & (0x7Fu >> len);
+        for (size_t i = 1; ok && i < len; ++i) {
+            const uint8_t next = uint8_t(text[pos + i]);
+            ok = is_continuation(next);
+            cp = (cp << 6) | (next & 0x3Fu);
+        }
+        if (ok) {
+            out.push_back(cp);
+            pos += len;
+        } else {
+            out.push_back(kReplacement);
+            ++pos;
+        }
+    }
+}
 
-bool is_whitespace(uint32_t cp) {
-    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-           cp == 0x205F || cp == 0x3000;
+void encode_utf8(std::span<const uint32_t> cps, std::string& out) {
+    out.reserve(out.size() + cps.size());
+    for (uint32_t cp : cps) {
+        if (cp < 0x80) {
+            out += char(cp);
+        } else {
+            append_utf8(out, cp <= kMaxCodePoint ? cp : kReplacement);
+        }
+    }
+}
+
+std::string_view category_name(Category category) {
+    const size_t i = size_t(category);
+    return i < std::size(kCategoryNames) ? kCategoryNames[i] : std::string_view("??");
+}
+
+CodePointFlags flags(uint32_t cp) {
+    if (cp > kMaxCodePoint) return CodePointFlags{};
+    const uint32_t block = kPropertyBlock[cp / kPropertyBlockSize];
+    return CodePointFlags{kPropertyBytes[block * kPropertyBlockSize + cp % kPropertyBlockSize]};
+}
+
+Category category(uint32_t cp) { return flags(cp).category(); }
+
+bool is_letter(uint32_t cp) { return flags(cp).letter(); }
+bool is_number(uint32_t cp) { return flags(cp).number(); }
+bool is_mark(uint32_t cp) { return flags(cp).mark(); }
+bool is_punctuation(uint32_t cp) { return flags(cp).punctuation(); }
+bool is_symbol(uint32_t cp) { return flags(cp).symbol(); }
+bool is_separator(uint32_t cp) { return flags(cp).separator(); }
+bool is_control(uint32_t cp) { return flags(cp).control(); }
+bool is_whitespace(uint32_t cp) { return flags(cp).whitespace(); }
+bool is_han(uint32_t cp) { return flags(cp).han(); }
+
+uint32_t to_lower(uint32_t cp) {
+    if (cp < 0x80) return cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+    if (!flags(cp).has_lowercase()) return cp;
+    const auto it = std::upper_bound(std::begin(kLowercaseRuns), std::end(kLowercaseRuns), cp,
+                                     [](uint32_t v, const LowercaseRun& r) { return v < r.first; });
+    if (it == std::begin(kLowercaseRuns)) return cp;
+    const LowercaseRun& run = *std::prev(it);
+    if (cp > run.last || (cp - run.first) % run.stride != 0) return cp;
+    return uint32_t(int32_t(cp) + run.delta);
 }
 
 uint32_t byte_to_char(uint8_t byte) { return byte_map().to_char[byte]; }

@@ -87,11 +87,116 @@ int parse_byte_piece(std::string_view t) {
     return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
 }
 
-// Texts that mark the end of a turn in common chat formats, when they are control tokens.
-constexpr std::string_view kEndOfTurnTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "<|end_of_text|>", "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>",
+// Texts llama.cpp takes as the end of generation whatever the file says about them (it makes
+// them control tokens): the ends of turns and texts of the chat formats it knows.
+constexpr std::string_view kEndOfGenerationTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+    "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>", "[e~[",
 };
+
+std::string lowercase_ascii(std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+        if (c >= 'A' && c <= 'Z') c = char(c - 'A' + 'a');
+    return out;
+}
+
+// Fill-in-the-middle tokens as llama.cpp finds them when the file names none: by text. Found
+// ones become control tokens; pad, repo and file-separator ones also end generation.
+struct FimToken {
+    const char* key;
+    std::vector<std::string_view> texts;
+    bool ends_generation;
+};
+const std::vector<FimToken>& fim_tokens() {
+    static const std::vector<FimToken> t = {
+        {"tokenizer.ggml.fim_pre_token_id",
+         {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "begin\xef\xbd\x9c>", "<PRE>",
+          "\xe2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"}, false},
+        {"tokenizer.ggml.fim_suf_token_id",
+         {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "hole\xef\xbd\x9c>", "<SUF>",
+          "\xe2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"}, false},
+        {"tokenizer.ggml.fim_mid_token_id",
+         {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\xef\xbd\x9c" "fim\xe2\x96\x81" "end\xef\xbd\x9c>", "<MID>",
+          "\xe2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"}, false},
+        {"tokenizer.ggml.fim_pad_token_id", {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}, true},
+        {"tokenizer.ggml.fim_rep_token_id", {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}, true},
+        {"tokenizer.ggml.fim_sep_token_id", {"<|file_sep|>"}, true},
+    };
+    return t;
+}
+
+// The FIM ids that end generation (-1 when absent). llama.cpp takes the first match in its
+// hash order when several texts match; strata takes the lowest id.
+std::vector<int32_t> find_fim_tokens(const gguf::ModelFile& file, Vocab& v) {
+    std::vector<int32_t> ends;
+    const int32_t n = v.n_vocab();
+    for (const FimToken& f : fim_tokens()) {
+        int32_t id = token_id(file, f.key, -1, n);
+        if (id < 0) {
+            for (int32_t i = 0; i < n && id < 0; ++i)
+                if (std::find(f.texts.begin(), f.texts.end(), v.text[size_t(i)]) != f.texts.end()) id = i;
+            if (id >= 0) v.type[size_t(id)] = TokenType::control;
+        }
+        if (id >= 0 && f.ends_generation) ends.push_back(id);
+    }
+    return ends;
+}
+
+// The end-of-generation set as llama.cpp decides it (src/llama-vocab.cpp, load): by text, the
+// token types it forces on the way, and its two exceptions.
+void mark_end_of_generation(Vocab& v, const std::vector<int32_t>& fim_ends) {
+    const size_t n = v.text.size();
+    v.eog.assign(n, false);
+    for (int32_t id : fim_ends) v.eog[size_t(id)] = true;
+    for (size_t id = 0; id < n; ++id) {
+        const std::string& t = v.text[id];
+        if (std::find(std::begin(kEndOfGenerationTexts), std::end(kEndOfGenerationTexts), t) !=
+            std::end(kEndOfGenerationTexts)) {
+            v.eog[id] = true;
+            v.type[id] = TokenType::control;
+        }
+        // gpt-oss's message markers are always rendered.
+        if (t == "<|channel|>" || t == "<|message|>" || t == "<|start|>" || t == "<|constrain|>")
+            v.type[id] = TokenType::user_defined;
+    }
+    for (int32_t id : {v.eos, v.eot, v.eom})
+        if (id >= 0) v.eog[size_t(id)] = true;
+
+    auto eog_with = [&](std::string_view text) -> int32_t {
+        for (size_t id = 0; id < n; ++id)
+            if (v.eog[id] && v.text[id] == text) return int32_t(id);
+        return -1;
+    };
+    // o200k_harmony / solar-open: <|end|> separates messages there, it does not end generation.
+    const int32_t end = eog_with("<|end|>");
+    const bool has_call = eog_with("<|call|>") >= 0 || eog_with("<|calls|>") >= 0;
+    if (end >= 0 && has_call && (eog_with("<|return|>") >= 0 || eog_with("<|flush|>") >= 0)) {
+        v.eog[size_t(end)] = false;
+        v.type[size_t(end)] = TokenType::user_defined;
+    }
+    // gemma4 / plamo: </s> is an ordinary token there.
+    const int32_t s_end = eog_with("</s>");
+    if (s_end >= 0 && (eog_with("<|tool_response>") >= 0 || eog_with("<|plamo:eos|>") >= 0)) {
+        v.eog[size_t(s_end)] = false;
+        v.type[size_t(s_end)] = TokenType::normal;
+    }
+}
+
+// llama.cpp sets lstrip/rstrip by model name (the GGUF does not store them): a Phi-3 model's
+// special tokens eat the whitespace after them, except <unk>, <s> and <|endoftext|>.
+void set_strip_attributes(const gguf::ModelFile& file, Vocab& v) {
+    v.strip.assign(v.text.size(), 0);
+    auto name = lookup(file, "general.name");
+    const std::string lname = name && name->as_string() ? lowercase_ascii(*name->as_string()) : std::string();
+    if (lname.find("phi-3") == std::string::npos && lname.find("phi3") == std::string::npos) return;
+    for (int32_t id : v.specials) v.strip[size_t(id)] |= Vocab::kStripRight;
+    if (int32_t id = v.find("</s>"); id >= 0) v.strip[size_t(id)] |= Vocab::kStripRight;
+    for (std::string_view t : {"<unk>", "<s>", "<|endoftext|>"})
+        if (int32_t id = v.find(t); id >= 0) v.strip[size_t(id)] &= uint8_t(~Vocab::kStripRight);
+}
 
 }  // namespace
 
@@ -162,16 +267,27 @@ Vocab Vocab::load(const gguf::ModelFile& file) {
         v.byte_token[size_t(b)] = v.find(piece);
     }
 
-    // llama.cpp's defaults when the ids are absent: SentencePiece's <unk>=0 <s>=1 </s>=2.
+    // llama.cpp's defaults when the ids are absent: SentencePiece's <unk>=0 <s>=1 </s>=2, and 11
+    // for BPE's bos and eos (GPT-2's convention as llama.cpp keeps it).
     const bool spm = v.kind == Kind::spm;
-    v.bos = token_id(file, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, n_vocab);
-    v.eos = token_id(file, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, n_vocab);
+    v.bos = token_id(file, "tokenizer.ggml.bos_token_id", spm ? 1 : 11, n_vocab);
+    v.eos = token_id(file, "tokenizer.ggml.eos_token_id", spm ? 2 : 11, n_vocab);
     v.unk = token_id(file, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, n_vocab);
     v.pad = token_id(file, "tokenizer.ggml.padding_token_id", -1, n_vocab);
     v.eot = token_id(file, "tokenizer.ggml.eot_token_id", -1, n_vocab);
     v.eom = token_id(file, "tokenizer.ggml.eom_token_id", -1, n_vocab);
 
-    v.add_bos = optional_bool(file, "tokenizer.ggml.add_bos_token").value_or(spm) && v.bos >= 0;
+    if (!spm) {
+        // A missing name is llama.cpp's 'default' (it warns that quality will suffer).
+        const std::string_view pre = lookup(file, kPre) ? need_string(file, kPre) : std::string_view("default");
+        try {
+            v.pre = PreTokenizer::named(pre.empty() ? "default" : pre);
+        } catch (const Error& e) {
+            fail(e.status(), std::string("vocabulary: ") + e.what());
+        }
+    }
+    const bool add_bos_default = spm || (v.pre && v.pre->add_bos_default());
+    v.add_bos = optional_bool(file, "tokenizer.ggml.add_bos_token").value_or(add_bos_default) && v.bos >= 0;
     v.add_eos = optional_bool(file, "tokenizer.ggml.add_eos_token").value_or(false) && v.eos >= 0;
     v.add_space_prefix = spm && optional_bool(file, "tokenizer.ggml.add_space_prefix").value_or(true);
     if (optional_bool(file, "tokenizer.ggml.add_bos_token").value_or(false) && v.bos < 0)
@@ -180,34 +296,28 @@ Vocab Vocab::load(const gguf::ModelFile& file) {
         bad("tokenizer.ggml.add_eos_token", "is true but there is no tokenizer.ggml.eos_token_id");
 
     if (!spm) {
-        const std::string_view pre = lookup(file, kPre) ? need_string(file, kPre) : std::string_view("default");
-        if (pre == "default" || pre == "gpt2" || pre == "gpt-2") {
-            v.pre = PreTokenizer::gpt2;
-        } else if (pre == "qwen2") {
-            v.pre = PreTokenizer::qwen2;
-        } else if (pre == "smollm" || pre == "starcoder" || pre == "refact" || pre == "command-r") {
-            v.pre = PreTokenizer::smollm;
-        } else {
-            fail(Status::unsupported, std::string("vocabulary: ") + kPre + " = '" + std::string(pre) +
-                                          "' is not supported (supported: 'default', 'gpt2', 'gpt-2', 'qwen2', "
-                                          "'smollm', 'starcoder', 'refact', 'command-r')");
-        }
         auto merges = lookup(file, kMerges);
-        if (!merges) bad(kMerges, "is missing (a 'gpt2' vocabulary needs its merges)");
-        if (!merges->is_array() || merges->element_type() != ValueType::string)
-            bad(kMerges, "must be an array of strings");
-        for (uint64_t i = 0; i < merges->size(); ++i) {
-            const std::string_view m = *merges->at(i).as_string();
-            // Split at the first space after the first character: a piece may itself start
-            // with a space in vocabularies that are not byte-mapped.
-            const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string_view::npos;
-            if (sp == std::string_view::npos || sp + 1 >= m.size())
-                bad(kMerges, "[" + std::to_string(i) + "] = '" + std::string(m) + "' is not 'left right'");
-            // The first listing of a pair is its rank, as in the merges file.
-            v.merge_rank.emplace(merge_key(m.substr(0, sp), m.substr(sp + 1)), int32_t(i));
+        // llama.cpp lets Kimi K2 go without merges (every character is then its own piece).
+        if (!merges && v.pre->name() != "kimi-k2") bad(kMerges, "is missing (a 'gpt2' vocabulary needs its merges)");
+        if (merges) {
+            if (!merges->is_array() || merges->element_type() != ValueType::string)
+                bad(kMerges, "must be an array of strings");
+            for (uint64_t i = 0; i < merges->size(); ++i) {
+                const std::string_view m = *merges->at(i).as_string();
+                // Split at the first space after the first character: a piece may itself start
+                // with a space in vocabularies that are not byte-mapped.
+                const size_t sp = m.size() > 1 ? m.find(' ', 1) : std::string_view::npos;
+                if (sp == std::string_view::npos || sp + 1 >= m.size())
+                    bad(kMerges, "[" + std::to_string(i) + "] = '" + std::string(m) + "' is not 'left right'");
+                // The first listing of a pair is its rank, as in the merges file.
+                v.merge_rank.emplace(merge_key(m.substr(0, sp), m.substr(sp + 1)), int32_t(i));
+            }
         }
     }
 
+    mark_end_of_generation(v, find_fim_tokens(file, v));
+
+    // Matched in the text before normal tokenization: longest text first.
     for (int32_t id = 0; id < n_vocab; ++id) {
         const TokenType t = v.type[size_t(id)];
         if ((t == TokenType::control || t == TokenType::user_defined || t == TokenType::unknown) &&
@@ -217,14 +327,7 @@ Vocab Vocab::load(const gguf::ModelFile& file) {
     std::stable_sort(v.specials.begin(), v.specials.end(), [&](int32_t a, int32_t b) {
         return v.text[size_t(a)].size() > v.text[size_t(b)].size();
     });
-
-    v.eog.assign(n, false);
-    for (int32_t id : {v.eos, v.eot, v.eom})
-        if (id >= 0) v.eog[size_t(id)] = true;
-    for (std::string_view t : kEndOfTurnTexts) {
-        const int32_t id = v.find(t);
-        if (id >= 0 && v.type[size_t(id)] == TokenType::control) v.eog[size_t(id)] = true;
-    }
+    set_strip_attributes(file, v);
     return v;
 }
 

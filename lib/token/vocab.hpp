@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -46,8 +47,13 @@ struct Vocab {
 
     std::array<int32_t, 256> byte_token{};  // SPM: id of "<0xNN>", -1 when absent
 
-    PreTokenizer pre = PreTokenizer::gpt2;  // BPE only
-    TextMap merge_rank;                     // BPE: merge_key(left, right) -> rank
+    std::shared_ptr<const PreTokenizer> pre;  // BPE only
+    TextMap merge_rank;                       // BPE: merge_key(left, right) -> rank
+
+    // llama.cpp's per-token lstrip/rstrip (set by model name, e.g. Phi-3's special tokens):
+    // the whitespace before / after a special token matched in the text is dropped.
+    std::vector<uint8_t> strip;  // per token: kStripLeft | kStripRight
+    static constexpr uint8_t kStripLeft = 1, kStripRight = 2;
 
     // Tokens matched in text before normal tokenization, longest text first (ties: lower id).
     std::vector<int32_t> specials;

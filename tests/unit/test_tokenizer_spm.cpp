@@ -81,8 +81,11 @@ TEST_CASE("Hello world merges by score exactly as derived by hand") {
     auto tok = hello_tokenizer();
     CHECK(tok->encode("Hello world", true, false) == Ids{1, 259, 275, 276});
     CHECK(tok->encode("Hello world", false, false) == Ids{259, 275, 276});
-    CHECK(tok->decode(Ids{1, 259, 275, 276}, true) == "Hello world");
-    CHECK(tok->decode(Ids{1, 259, 275, 276}) == "<s>Hello world");
+    // llama.cpp's detokenize: the prefix space is removed from the first piece only, and not
+    // when remove_special dropped a BOS before it.
+    CHECK(tok->decode(Ids{259, 275, 276}) == "Hello world");
+    CHECK(tok->decode(Ids{1, 259, 275, 276}, true) == " Hello world");
+    CHECK(tok->decode(Ids{1, 259, 275, 276}) == "<s> Hello world");
 }
 
 TEST_CASE("characters missing from an spm vocabulary fall back to byte tokens") {
@@ -131,18 +134,18 @@ TEST_CASE("control tokens are matched only with parse_special, longest text firs
     const Ids plain = tok->encode("Hello<|im_end|>", false, false);
     for (int32_t id : plain) CHECK(id < 280);
     CHECK(tok->decode(plain) == "Hello<|im_end|>");
-    // After a special token the next text fragment gets the space prefix again; decode
-    // removes it there, so the text comes back unchanged.
+    // After a special token the next text fragment gets the space prefix again (as llama.cpp);
+    // decode keeps it there, as llama.cpp's does.
     const Ids ids = tok->encode("Hello<|im_end|>Hello world", true, true);
     CHECK(ids == Ids{1, 259, 275, 280, 259, 275, 276});
-    CHECK(tok->decode(ids) == "<s>Hello<|im_end|>Hello world");
-    CHECK(tok->decode(ids, true) == "HelloHello world");
+    CHECK(tok->decode(ids) == "<s> Hello<|im_end|> Hello world");
+    CHECK(tok->decode(ids, true) == " Hello Hello world");
 }
 
 TEST_CASE("user-defined tokens are matched even without parse_special") {
     auto tok = hello_tokenizer();
     CHECK(tok->encode("<tool>Hello", false, false) == Ids{281, 259, 275});
-    CHECK(tok->decode(Ids{281, 259, 275}, true) == "<tool>Hello");
+    CHECK(tok->decode(Ids{281, 259, 275}, true) == "<tool> Hello");
 }
 
 TEST_CASE("decode and token_to_piece name an out-of-range id") {
@@ -165,7 +168,9 @@ TEST_CASE("random text survives encode then decode with the hand-made spm vocabu
     for (int i = 0; i < 300; ++i) {
         const std::string text = strata::test::random_text(rng, 40);
         CAPTURE(text);
-        CHECK(tok->decode(tok->encode(text, true, false), true) == text);
+        CHECK(tok->decode(tok->encode(text, false, false)) == text);
+        // llama.cpp keeps the prefix space after a dropped BOS.
+        CHECK(tok->decode(tok->encode(text, true, false), true) == (text.empty() ? "" : " " + text));
     }
 }
 
@@ -178,15 +183,15 @@ TEST_CASE("the byte-level vocabulary of strata-mkmodel spells any UTF-8 with byt
     // No "▁" piece: the prefix itself is spelled E2 96 81.
     CHECK(tok->encode("Hi", true, false) ==
           Ids{1, byte_id(0xE2), byte_id(0x96), byte_id(0x81), byte_id('H'), byte_id('i')});
-    CHECK(tok->decode(tok->encode("Hi there", true, false), true) == "Hi there");
+    CHECK(tok->decode(tok->encode("Hi there", false, false)) == "Hi there");
     const uint64_t seed = strata::test::test_seed();
     CAPTURE(seed);
     std::mt19937_64 rng(seed ^ 0x5bd1e995);
     for (int i = 0; i < 300; ++i) {
         const std::string text = strata::test::random_text(rng, 40);
         CAPTURE(text);
-        const Ids ids = tok->encode(text, true, false);
+        const Ids ids = tok->encode(text, false, false);
         for (int32_t id : ids) CHECK((id >= 0 && id < 259));
-        CHECK(tok->decode(ids, true) == text);
+        CHECK(tok->decode(ids) == text);
     }
 }

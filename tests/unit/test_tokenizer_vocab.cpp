@@ -120,10 +120,16 @@ TEST_CASE("special token ids outside the vocabulary are refused naming the key")
     }
 }
 
-TEST_CASE("add_bos_token without a BOS id, or of the wrong type, is refused") {
+TEST_CASE("add_bos_token without a BOS id takes llama.cpp's default id 11; of the wrong type it is refused") {
     Writer w = bpe_vocab();
     w.set_bool("tokenizer.ggml.add_bos_token", true);
-    check_error(w, Status::format, "tokenizer.ggml.add_bos_token");
+    {
+        auto file = strata::test::open_bytes(w);
+        auto tok = Tokenizer::from_gguf(*file);
+        CHECK(tok->bos() == 11);
+        CHECK(tok->encode("ab", true, false) == std::vector<int32_t>{11, 256});
+        CHECK(tok->is_eog(11));  // eos defaults to 11 too
+    }
     w.set_u32("tokenizer.ggml.add_bos_token", 1);
     check_error(w, Status::format, "tokenizer.ggml.add_bos_token");
 }
@@ -140,11 +146,12 @@ TEST_CASE("a bpe vocabulary needs well-formed merges") {
 
 TEST_CASE("an unknown pre-tokenizer is refused naming it, never replaced by another") {
     Writer w = bpe_vocab();
-    w.set_string("tokenizer.ggml.pre", "llama-bpe");
-    check_error(w, Status::unsupported, "'llama-bpe'");
+    w.set_string("tokenizer.ggml.pre", "tekken");
+    check_error(w, Status::unsupported, "'tekken'");
+    check_error(w, Status::unsupported, "'kimi-k2'");  // the message lists the supported names
     w.set_u32("tokenizer.ggml.pre", 3);
     check_error(w, Status::format, "tokenizer.ggml.pre");
-    for (const char* ok : {"default", "gpt2", "qwen2"}) {
+    for (const char* ok : {"default", "gpt2", "gpt-2", "qwen2", "llama-bpe", "kimi-k2", "deepseek-v3"}) {
         CAPTURE(ok);
         w.set_string("tokenizer.ggml.pre", ok);
         auto file = strata::test::open_bytes(w);
@@ -165,8 +172,9 @@ TEST_CASE("a vocabulary without byte tokens spells unknown characters as one unk
     auto tok = Tokenizer::from_gguf(*file);
     CHECK(tok->bos() == 1);  // llama.cpp's default id, which exists here
     CHECK(tok->encode("a\xc3\xa9", true, false) == std::vector<int32_t>{1, 2, 0});
-    CHECK(tok->decode(std::vector<int32_t>{1, 2, 0}) == "a\xe2\x96\x85");
+    CHECK(tok->decode(std::vector<int32_t>{1, 2, 0}) == "a<unk>");  // llama.cpp renders its text
     // The space after an unknown character is text, not a prefix to remove.
     CHECK(tok->encode("\xc3\xa9 a", false, false) == std::vector<int32_t>{1, 0, 1, 2});
-    CHECK(tok->decode(std::vector<int32_t>{1, 0, 1, 2}) == "\xe2\x96\x85 a");
+    CHECK(tok->decode(std::vector<int32_t>{1, 0, 1, 2}) == "<unk> a");
+    CHECK(tok->decode(std::vector<int32_t>{1, 0, 1, 2}, true) == " a");
 }
