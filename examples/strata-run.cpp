@@ -6,14 +6,20 @@
 //              [--worker HOST:PORT ... [--layers A:B,C:D,...] [--key-file F] [--n-batch N]]
 //              [--tls-ca F [--tls-cert F --tls-key F]]
 //              [--report-json FILE]
+//   strata-run MODEL.gguf --chat [--system TEXT] [--chat-format NAME|FILE] [-p FIRST-MESSAGE] [-n N] ...
 //
 // Ends with the actual counts and rates of this run (prompt tokens prefilled, tokens generated,
 // prefill and decode tokens per second) and the sampling settings in force. Uses only strata.hpp.
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "cli_args.hpp"
 #include "cli_progress.hpp"
@@ -30,6 +36,10 @@ struct Options {
     strata::session_params session;
     strata::pipeline_params pipeline;
     std::string report_json;
+    bool chat = false;            // --chat: an interactive conversation through the chat template
+    std::string system;           // --system TEXT: a system message first
+    bool have_system = false;
+    std::string chat_format;      // --chat-format NAME|FILE: overrides the model's template
 };
 
 const char* kUsage =
@@ -38,6 +48,11 @@ const char* kUsage =
     "                  [--device cpu|cuda]\n"
     "                  [--worker HOST:PORT ... [--layers A:B,C:D,...] [--key-file F] [--n-batch N]\n"
     "                   [--heartbeat-ms N] [--peer-timeout-ms N] [--wire f16|bf16|f32]] [--report-json FILE]\n"
+    "       strata-run MODEL.gguf --chat [--system TEXT] [--chat-format NAME|FILE] [-p FIRST-MESSAGE] [-n N] ...\n"
+    "--chat reads one user message per line from stdin (an empty line or EOF ends), renders the whole\n"
+    "conversation with the model's chat template (or --chat-format: a built-in format name or a file\n"
+    "of Jinja source) and streams each reply; -p is then the first user message, -n the most tokens\n"
+    "of one reply.\n"
     "With --worker, this process is the head of a pipeline: it holds the first layers, each worker\n"
     "(strata-worker) the next range in the order given; --layers fixes the ranges (head first),\n"
     "otherwise they are planned from each stage's free memory.\n"
@@ -89,13 +104,18 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--heartbeat-ms") o.pipeline.heartbeat_ms = parse_number<int32_t>(a, value());
         else if (a == "--peer-timeout-ms") o.pipeline.peer_timeout_ms = parse_number<int32_t>(a, value());
         else if (a == "--report-json") o.report_json = value();
+        else if (a == "--chat") o.chat = true;
+        else if (a == "--system") { o.system = value(); o.have_system = true; }
+        else if (a == "--chat-format") o.chat_format = value();
         else if (a == "--wire") o.pipeline.wire_dtype = cli::wire_dtype(value());
         else if (a == "-h" || a == "--help") cli::help(kUsage);
         else if (a.size() > 1 && a[0] == '-') throw cli::usage_error("unknown option " + a);
         else o.paths.push_back(a);
     }
     if (o.paths.empty()) throw cli::usage_error("no model file given");
-    if (!o.have_prompt) throw cli::usage_error("-p PROMPT is required");
+    if (!o.have_prompt && !o.chat) throw cli::usage_error("-p PROMPT is required (or --chat)");
+    if (!o.chat && (o.have_system || !o.chat_format.empty()))
+        throw cli::usage_error("--system and --chat-format need --chat");
     if (o.pipeline.workers.empty() && (!o.pipeline.layers.empty() || !o.pipeline.key_file.empty()))
         throw cli::usage_error("--layers and --key-file need at least one --worker");
     if (o.pipeline.workers.empty() && !(o.pipeline.tls_ca_file + o.pipeline.tls_cert_file).empty())
@@ -141,6 +161,96 @@ void write_report(const std::string& path, const strata_generate_result& r, cons
     std::fclose(f);
 }
 
+// --- --chat ---
+
+struct Message {
+    std::string role, content;
+};
+
+// The conversation as the JSON the chat API takes. Bytes that are not valid UTF-8 (a reply cut
+// inside a character, a console in another encoding) are written as U+FFFD.
+std::string messages_json(const std::vector<Message>& messages) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Message& m : messages) out.push_back({{"role", m.role}, {"content", m.content}});
+    return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// --chat-format: a built-in format name as it is, anything else the Jinja source in that file.
+std::optional<std::string> chat_template_source(const std::string& format) {
+    if (format.empty()) return std::nullopt;
+    std::string names = std::string(",") + strata_chat_builtin_formats() + ",";
+    if (names.find("," + format + ",") != std::string::npos) return format;
+    std::ifstream f(format, std::ios::binary);
+    if (!f)
+        throw strata::error(STRATA_ERR_IO, "--chat-format '" + format + "' is neither a built-in format (" +
+                                               strata_chat_builtin_formats() + ") nor a readable file");
+    std::stringstream text;
+    text << f.rdbuf();
+    return text.str();
+}
+
+// One conversation: each turn renders the whole conversation, decodes only the tokens beyond
+// those the session already holds when the new prompt extends them (otherwise it starts over),
+// and generates until an end-of-generation token or -n tokens.
+void run_chat(const Options& o, strata::model& m, strata::session& s) {
+    const std::optional<std::string> source = chat_template_source(o.chat_format);
+    const strata_vocab_info vocab = m.vocab();
+    const std::string bos_text = vocab.bos >= 0 ? m.token_to_piece(vocab.bos) : std::string();
+    std::vector<Message> conversation;
+    if (o.have_system) conversation.push_back({"system", o.system});
+    std::vector<int32_t> cached;  // the tokens in the session's KV cache
+    std::optional<std::string> pending;
+    if (o.have_prompt) pending = o.prompt;
+    const int32_t max_tokens = o.generate.max_tokens > 0 ? o.generate.max_tokens : 256;
+    while (true) {
+        std::string line;
+        if (pending) {
+            line = *pending;
+            pending.reset();
+            std::printf("> %s\n", line.c_str());
+        } else {
+            std::printf("> ");
+            std::fflush(stdout);
+            if (!std::getline(std::cin, line) || line.empty()) break;
+        }
+        conversation.push_back({"user", line});
+        std::string prompt;
+        try {
+            prompt = m.apply_chat_template(messages_json(conversation), true, source ? source->c_str() : nullptr);
+        } catch (const strata::error& e) {
+            if (e.status() == STRATA_ERR_NOT_FOUND && !source)
+                throw strata::error(e.status(), "the model " + o.paths[0] +
+                                                    " has no chat template (tokenizer.chat_template): pass "
+                                                    "--chat-format NAME|FILE (built-in formats: " +
+                                                    strata_chat_builtin_formats() + ")");
+            throw;
+        }
+        std::vector<int32_t> tokens = m.tokenize(prompt, /*add_special=*/false, /*parse_special=*/true);
+        if (vocab.add_bos && vocab.bos >= 0 && (bos_text.empty() || prompt.rfind(bos_text, 0) != 0))
+            tokens.insert(tokens.begin(), vocab.bos);
+        bool extends = cached.size() < tokens.size() && std::equal(cached.begin(), cached.end(), tokens.begin());
+        if (!extends) {
+            s.reset();
+            cached.clear();
+        }
+        std::vector<int32_t> todo(tokens.begin() + static_cast<long>(cached.size()), tokens.end());
+        int32_t token = s.decode_sample(todo);
+        cached = tokens;
+        std::vector<int32_t> reply;
+        for (int32_t n = 0; n < max_tokens && !m.is_eog(token); ++n) {
+            const std::string piece = m.token_to_piece(token);
+            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fflush(stdout);
+            reply.push_back(token);
+            if (n + 1 == max_tokens || s.n_past() >= s.n_ctx()) break;
+            cached.push_back(token);
+            token = s.decode_sample({token});
+        }
+        std::printf("\n");
+        conversation.push_back({"assistant", m.detokenize(reply, /*remove_special=*/true)});
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,6 +270,10 @@ int main(int argc, char** argv) {
         strata::session s = pipe ? pipe->session() : strata::session(m, o.session);
         s.set_sampling(o.sampling);
         std::fprintf(stderr, "%s\n", s.plan().c_str());
+        if (o.chat) {
+            run_chat(o, m, s);
+            return 0;
+        }
         std::fwrite(o.prompt.data(), 1, o.prompt.size(), stdout);
         std::fflush(stdout);
         const auto r = s.generate(o.prompt, o.generate, [](int32_t, std::string_view piece) {

@@ -3,7 +3,8 @@
 # bounded time: the GGUF reader (corpus seeded from every GGUF fixture: valid, broken, variants,
 # and one small file per tensor type, tests/fuzz/make_type_seeds.py)
 # for `seconds`, then the transport frame decoder (seeded with one valid frame per message type)
-# for $STRATA_FUZZ_FRAME_SECONDS (default 25).
+# for $STRATA_FUZZ_FRAME_SECONDS (default 25), then the chat-template interpreter and the
+# pre-tokenizers for $STRATA_FUZZ_TEXT_SECONDS each (default 20).
 # Usage: scripts/fuzz.sh [seconds=60] [extra libFuzzer flags...]. Exits non-zero on any crash.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,7 +16,7 @@ fixtures="${STRATA_FIXTURES:-$root/../shared/fixtures}/gguf"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTRATA_FUZZ=ON -DSTRATA_SANITIZE=ON -DSTRATA_CUDA=OFF -DSTRATA_BUILD_TESTS=OFF \
   -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" --target fuzz_gguf_reader fuzz_frame_decoder frame_fuzz_seeds
+cmake --build "$build" --target fuzz_gguf_reader fuzz_frame_decoder frame_fuzz_seeds fuzz_chat_template fuzz_pretokenize
 frame_seconds="${STRATA_FUZZ_FRAME_SECONDS:-25}"
 
 corpus="$build/corpus/gguf"
@@ -49,4 +50,19 @@ run_fuzzer() {
 run_fuzzer fuzz_gguf_reader "$corpus" "$seconds" "$@"
 if [ "$frame_seconds" -gt 0 ]; then
   run_fuzzer fuzz_frame_decoder "$frame_corpus" "$frame_seconds" "$@"
+fi
+# Chat templates (seeded with the real ones) and the pre-tokenizers (seeded with the tokenizer
+# suite's texts), $STRATA_FUZZ_TEXT_SECONDS each (default 20).
+text_seconds="${STRATA_FUZZ_TEXT_SECONDS:-20}"
+if [ "$text_seconds" -gt 0 ]; then
+  chat_corpus="$build/corpus/chat" text_corpus="$build/corpus/text"
+  mkdir -p "$chat_corpus" "$text_corpus"
+  cp -f "${STRATA_FIXTURES:-$root/../shared/fixtures}"/chat-templates/*.jinja "$chat_corpus/"
+  i=0
+  for f in "${STRATA_FIXTURES:-$root/../shared/fixtures}"/vocab/*.inp; do
+    cp -f "$f" "$text_corpus/seed-$i.txt"
+    i=$((i + 1))
+  done
+  run_fuzzer fuzz_chat_template "$chat_corpus" "$text_seconds" "$@"
+  run_fuzzer fuzz_pretokenize "$text_corpus" "$text_seconds" "$@"
 fi

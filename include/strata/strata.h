@@ -360,6 +360,44 @@ STRATA_API strata_status strata_detokenize(strata_model* model, const int32_t* t
 /* The bytes one token contributes, for streaming output (may be an incomplete UTF-8 sequence). */
 STRATA_API strata_status strata_token_to_piece(strata_model* model, int32_t token, char* piece, size_t capacity,
                                                size_t* out_length);
+/* *out_is_eog = 1 when `token` ends generation for this vocabulary, as llama.cpp decides it: the
+ * eos, eot and eom ids and the control tokens that end a turn by their text (<|eot_id|>,
+ * <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, [EOS], [EOT], ...); every stop in strata
+ * (sessions, pipelines, strata-run) uses this set. Ids outside the vocabulary: invalid argument. */
+STRATA_API strata_status strata_token_is_eog(strata_model* model, int32_t token, int* out_is_eog);
+
+/* ---------------------------------------------------------------------------------------
+ * Chat templates: a conversation rendered into the prompt text the model was trained on
+ * ------------------------------------------------------------------------------------- */
+
+/* Renders `messages_json` with a Jinja chat template, run by strata's own interpreter with
+ * Jinja2's semantics as Hugging Face models use them (trim_blocks, lstrip_blocks, loop
+ * controls; raise_exception and strftime_now available).
+ *  template_source: NULL -> the model's tokenizer.chat_template (STRATA_ERR_NOT_FOUND when it
+ *      has none); the name of a built-in format (strata_chat_builtin_formats) -> that format;
+ *      anything else -> Jinja source text.
+ *  messages_json: a JSON array of messages as the OpenAI API writes them: objects with "role"
+ *      ("system", "user", "assistant", "tool", ...) and "content" (a string, null or a list
+ *      of parts), optionally "tool_calls", "tool_call_id", "name", "reasoning_content"; the
+ *      template sees them as they are.
+ *  add_generation_prompt: non-zero to end with the opening of an assistant turn.
+ *  extra_json: NULL, or a JSON object of more template variables ({"tools": [...],
+ *      "enable_thinking": false, ...}); messages, add_generation_prompt, bos_token and
+ *      eos_token come from the arguments and the model and cannot be overridden.
+ * Writes at most `capacity` bytes (NUL-terminated when capacity allows); *out_length receives
+ * the byte count needed without the NUL (STRATA_ERR_BUFFER_TOO_SMALL when it exceeds capacity).
+ * Errors: STRATA_ERR_INVALID_ARGUMENT for malformed JSON or a message the template rejects
+ * (raise_exception's text); STRATA_ERR_FORMAT for a template with a syntax error;
+ * STRATA_ERR_UNSUPPORTED for a template using a Jinja feature strata does not implement. The
+ * message names the construct and its line in the template. */
+STRATA_API strata_status strata_chat_apply_template(strata_model* model, const char* template_source,
+                                                    const char* messages_json, int add_generation_prompt,
+                                                    const char* extra_json, char* text, size_t capacity,
+                                                    size_t* out_length);
+
+/* The built-in chat formats usable as template_source, comma-separated ("chatml,llama3,...").
+ * Never NULL; a static string. */
+STRATA_API const char* strata_chat_builtin_formats(void);
 
 /* ---------------------------------------------------------------------------------------
  * Sessions: one sequence running on a model (KV cache, sampler); CPU backend, or CUDA (session params: device)

@@ -290,6 +290,24 @@ public:
         return text;
     }
 
+    // --- chat templates ---
+    // The conversation (a JSON array of messages) rendered with the model's chat template, or
+    // with template_source (a built-in format name or Jinja source); extra_json: a JSON object
+    // of more template variables.
+    std::string apply_chat_template(const std::string& messages_json, bool add_generation_prompt = true,
+                                    const char* template_source = nullptr, const char* extra_json = nullptr) {
+        size_t n = 0;
+        strata_status s = strata_chat_apply_template(handle_, template_source, messages_json.c_str(),
+                                                     add_generation_prompt, extra_json, nullptr, 0, &n);
+        if (s == STRATA_OK) return std::string();
+        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
+        std::string text(n + 1, '\0');
+        detail::check(strata_chat_apply_template(handle_, template_source, messages_json.c_str(), add_generation_prompt,
+                                                 extra_json, text.data(), text.size(), &n));
+        text.resize(n);
+        return text;
+    }
+
     // --- tokenizer ---
     strata_vocab_info vocab() {
         strata_vocab_info info{};
@@ -298,21 +316,37 @@ public:
         return info;
     }
     std::vector<int32_t> tokenize(std::string_view text, bool add_special = true, bool parse_special = false) {
+        // Rarely more tokens than bytes: one call with room for that, a second only when short.
+        std::vector<int32_t> tokens(text.size() + 16);
         size_t n = 0;
-        strata_status s = strata_tokenize(handle_, text.data(), text.size(), add_special, parse_special, nullptr, 0, &n);
-        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
-        std::vector<int32_t> tokens(n);
-        detail::check(strata_tokenize(handle_, text.data(), text.size(), add_special, parse_special, tokens.data(),
-                                      tokens.size(), &n));
+        strata_status s = strata_tokenize(handle_, text.data(), text.size(), add_special, parse_special, tokens.data(),
+                                          tokens.size(), &n);
+        if (s == STRATA_ERR_BUFFER_TOO_SMALL) {
+            tokens.resize(n);
+            s = strata_tokenize(handle_, text.data(), text.size(), add_special, parse_special, tokens.data(),
+                                tokens.size(), &n);
+        }
+        detail::check(s);
+        tokens.resize(n);
         return tokens;
     }
     std::string detokenize(const std::vector<int32_t>& tokens, bool remove_special = false) {
+        std::string text(tokens.size() * 8 + 16, '\0');  // most tokens are a few bytes: usually one call
         size_t n = 0;
-        strata_status s = strata_detokenize(handle_, tokens.data(), tokens.size(), remove_special, nullptr, 0, &n);
-        if (s != STRATA_ERR_BUFFER_TOO_SMALL) detail::check(s);
-        std::string text(n, '\0');
-        detail::check(strata_detokenize(handle_, tokens.data(), tokens.size(), remove_special, text.data(), text.size(), &n));
+        strata_status s = strata_detokenize(handle_, tokens.data(), tokens.size(), remove_special, text.data(),
+                                            text.size(), &n);
+        if (s == STRATA_ERR_BUFFER_TOO_SMALL) {
+            text.resize(n);
+            s = strata_detokenize(handle_, tokens.data(), tokens.size(), remove_special, text.data(), text.size(), &n);
+        }
+        detail::check(s);
+        text.resize(n);
         return text;
+    }
+    bool is_eog(int32_t token) {
+        int eog = 0;
+        detail::check(strata_token_is_eog(handle_, token, &eog));
+        return eog != 0;
     }
     std::string token_to_piece(int32_t token) {
         char buf[64];

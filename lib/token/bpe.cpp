@@ -4,6 +4,7 @@
 #include <queue>
 #include <span>
 #include <string>
+#include <unordered_map>
 
 #include "token/encoders.hpp"
 #include "token/merge.hpp"
@@ -30,11 +31,31 @@ void encode_word(const Vocab& vocab, const std::string& word, std::vector<int32_
     std::vector<Symbol> sym = split_symbols(word.size(), [&](size_t pos) { return decode_utf8(word, pos).len; });
     if (sym.empty()) return;
 
+    // Each symbol's token id, looked up again when the symbol has grown by a merge: pairs of
+    // tokens are ranked by id (no string built per candidate); pieces that are no token fall
+    // back to the ranks by text (only vocabularies whose merges name non-tokens have those).
+    std::vector<int32_t> sym_token(sym.size(), -1);
+    std::vector<size_t> sym_token_len(sym.size(), 0);
+    auto token_of = [&](int i) {
+        const Symbol& s = sym[size_t(i)];
+        if (sym_token_len[size_t(i)] != s.len) {
+            sym_token[size_t(i)] = vocab.find(std::string_view(word).substr(s.pos, s.len));
+            sym_token_len[size_t(i)] = s.len;
+        }
+        return sym_token[size_t(i)];
+    };
     std::priority_queue<Merge, std::vector<Merge>, Later> queue;
     auto try_pair = [&](int l, int r) {
         if (l < 0 || r < 0) return;
         const Symbol& a = sym[size_t(l)];
         const Symbol& b = sym[size_t(r)];
+        const int32_t ia = token_of(l), ib = token_of(r);
+        if (ia >= 0 && ib >= 0) {
+            auto it = vocab.merge_rank_by_id.find(merge_id_key(ia, ib));
+            if (it != vocab.merge_rank_by_id.end()) queue.push({l, r, it->second, a.len + b.len});
+            return;
+        }
+        if (vocab.merge_rank.empty()) return;
         auto it = vocab.merge_rank.find(merge_key(std::string_view(word).substr(a.pos, a.len),
                                                   std::string_view(word).substr(b.pos, b.len)));
         if (it == vocab.merge_rank.end()) return;
@@ -64,6 +85,8 @@ void bpe_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>&
     std::vector<uint32_t> cps;
     decode_utf8_lenient(text, cps);
     std::string word, mapped;
+    std::unordered_map<std::string, std::vector<int32_t>> cache;
+    constexpr size_t kCachedWordBytes = 64, kCachedWords = 1 << 16;
     size_t begin = 0;
     for (size_t len : vocab.pre->split(cps)) {
         word.clear();
@@ -78,7 +101,15 @@ void bpe_encode(const Vocab& vocab, std::string_view text, std::vector<int32_t>&
                 continue;
             }
         }
+        // Words repeat: their ids are kept for the rest of this text (short words only, bounded).
+        if (auto it = cache.find(mapped); it != cache.end()) {
+            out.insert(out.end(), it->second.begin(), it->second.end());
+            continue;
+        }
+        const size_t first = out.size();
         encode_word(vocab, mapped, out);
+        if (mapped.size() <= kCachedWordBytes && cache.size() < kCachedWords)
+            cache.emplace(mapped, std::vector<int32_t>(out.begin() + std::ptrdiff_t(first), out.end()));
     }
 }
 

@@ -137,6 +137,15 @@ private:
         return false;
     }
 
+    // Whether a branch whose first code points are first_sets[set] can match at pos.
+    bool may_take(uint32_t set, size_t pos) const {
+        if (set == regex_detail::kAnyFirst) return true;
+        if (pos == n_) return false;  // it must consume
+        const uint32_t cp = cps_[pos];
+        if (cp >= 0x10000) return true;
+        return (p_.first_sets[set][cp >> 6] >> (cp & 63)) & 1u;
+    }
+
     bool word_at(size_t pos) const { return pos < n_ && is_ascii_word(cps_[pos]); }
 
     bool assertion_holds(Op op, size_t pos) const {
@@ -239,14 +248,18 @@ private:
                         alive = pos < n_ && p_.classes[in.arg].contains(cps_[pos]);
                         pc = in.x, ++pos;
                         break;
-                    case Op::split:
+                    case Op::split: {
                         if (in.arg != regex_detail::kNoMemo && memo_.test_and_set(in.arg, pos)) {
                             alive = false;
-                        } else {
-                            stack_.push_back({in.y, pos});
-                            pc = in.x;
+                            break;
                         }
+                        const bool try_x = may_take(in.x_first, pos), try_y = may_take(in.y_first, pos);
+                        if (try_y && try_x) stack_.push_back({in.y, pos});
+                        if (try_x) pc = in.x;
+                        else if (try_y) pc = in.y;
+                        else alive = false;
                         break;
+                    }
                     case Op::jump: pc = in.x; break;
                     case Op::lookahead:
                         alive = lookahead_holds(in.arg, pos) != (in.y != 0);

@@ -13,10 +13,17 @@
 // lookbehind, possessive quantifiers, class set operations (&& --) and named groups are
 // refused with Status::unsupported; a malformed pattern with Status::invalid_argument.
 //
-// \p{C} is llama.cpp's control class (Cc Cf Co Cs), and the two-letter classes are the TRUE
-// general categories. (llama.cpp runs patterns with \p through std::regex on a "collapsed"
-// text in which \p{Lu}, \p{Ll}, ... all mean \p{L}; callers that must reproduce that write
-// \p{L}.)
+// The \p classes are the TRUE general categories of Unicode 15.1 (\p{C} includes Cn, as in
+// Unicode; \p{Han} is llama.cpp's unicode_cpt_is_han ranges). llama.cpp runs patterns with \p
+// through std::regex on a "collapsed" text in which \p{Lu}, \p{Ll}, ... all mean \p{L};
+// callers that must reproduce that write \p{L}.
+//
+// Matching follows the ECMAScript specification (checked against V8 on random patterns). It
+// differs from libstdc++'s std::regex only where that deviates from the specification, in
+// corners no pre-tokenizer pattern reaches: a loop whose body can match empty (ECMAScript
+// refuses an iteration that consumes nothing; libstdc++ accepts some), '^' and \b inside a
+// lookahead (libstdc++ treats the lookahead's start as the text's start on the first search),
+// and \b at the retry after an empty first match.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,7 @@
 // Syntax tree -> program (token/regex_program.hpp): counted repeats are expanded into copies,
 // alternations and loops become prioritized splits, lookahead bodies separate instruction lists.
+#include <algorithm>
+#include <map>
 #include <string>
 
 #include "token/regex_ast.hpp"
@@ -29,9 +31,13 @@ bool nullable(const Node& n) {
     }
 }
 
-// Counted repeats multiply the program; beyond this the pattern is refused rather than
-// making the matcher's memo (bits per split and position) huge.
-constexpr size_t kMaxInstructions = 200000;
+// Counted repeats multiply the program; beyond these the pattern is refused rather than making
+// compiling slow or the matcher's memo (a bit per memoized split and position explored) huge.
+constexpr size_t kMaxInstructions = 50000;
+constexpr uint32_t kMaxMemoSplits = 2000;
+// Branch first sets (Inst::x_first) are an optimization: past these, a branch is just tried.
+constexpr size_t kMaxFirstVisit = 512;  // instructions visited to find a branch's first consumers
+constexpr size_t kMaxFirstSets = 128;
 
 class Compiler {
 public:
@@ -148,33 +154,47 @@ private:
     size_t total_ = 0;
 };
 
-// The consuming instructions reachable from pc 0 without consuming; false when a match is.
-bool first_consumers(const Code& code, std::vector<Inst>& out) {
-    std::vector<uint8_t> seen(code.insts.size(), 0);
-    std::vector<uint32_t> todo = {0};
-    while (!todo.empty()) {
-        const uint32_t pc = todo.back();
-        todo.pop_back();
-        if (seen[pc]) continue;
-        seen[pc] = 1;
-        const Inst& in = code.insts[pc];
-        if (consumes(in.op)) {
-            out.push_back(in);
-        } else if (in.op == Op::match) {
-            return false;
-        } else if (in.op == Op::fail) {
-            continue;
-        } else if (in.op == Op::split) {
-            todo.push_back(in.x);
-            todo.push_back(in.y);
-        } else if (in.op == Op::jump) {
-            todo.push_back(in.x);
-        } else {  // assertions: whatever they require, the next instruction decides what is read
-            todo.push_back(pc + 1);
+// The consuming instructions reachable from a pc without consuming; false when a match is,
+// or when more than `limit` instructions are visited. Reusable across calls on one code.
+class FirstConsumers {
+public:
+    explicit FirstConsumers(const Code& code) : code_(code), stamp_(code.insts.size(), 0) {}
+
+    bool find(uint32_t start, std::vector<Inst>& out, size_t limit) {
+        ++generation_;
+        size_t visited = 0;
+        todo_.assign(1, start);
+        while (!todo_.empty()) {
+            const uint32_t pc = todo_.back();
+            todo_.pop_back();
+            if (stamp_[pc] == generation_) continue;
+            if (++visited > limit) return false;
+            stamp_[pc] = generation_;
+            const Inst& in = code_.insts[pc];
+            if (consumes(in.op)) {
+                out.push_back(in);
+            } else if (in.op == Op::match) {
+                return false;
+            } else if (in.op == Op::fail) {
+                continue;
+            } else if (in.op == Op::split) {
+                todo_.push_back(in.x);
+                todo_.push_back(in.y);
+            } else if (in.op == Op::jump) {
+                todo_.push_back(in.x);
+            } else {  // assertions: whatever they require, the next instruction decides what is read
+                todo_.push_back(pc + 1);
+            }
         }
+        return true;
     }
-    return true;
-}
+
+private:
+    const Code& code_;
+    std::vector<uint32_t> stamp_;
+    uint32_t generation_ = 0;
+    std::vector<uint32_t> todo_;
+};
 
 // Gives memo indices only to the splits that can be reached after consuming something, and
 // marks straight lookahead bodies.
@@ -209,18 +229,41 @@ void assign_memo(Code& code) {
         if (!consumes(code.insts[pc].op)) code.straight = false;
 }
 
-void build_first_chars(Program& p) {
-    std::vector<Inst> starts;
-    if (!first_consumers(p.main, starts)) return;
-    p.first_chars.bitmap.assign(0x10000 / 64, 0);
-    for (uint32_t cp = 0; cp < 0x10000; ++cp) {
-        for (const Inst& in : starts) {
-            if (accepts(p, in, cp)) {
-                p.first_chars.bitmap[cp >> 6] |= uint64_t(1) << (cp & 63);
-                break;
-            }
+// The Basic Multilingual Plane code points the first consuming instructions accept.
+std::vector<uint64_t> first_bitmap(const Program& p, const std::vector<Inst>& starts) {
+    std::vector<uint64_t> bits(0x10000 / 64, 0);
+    for (const Inst& in : starts) {
+        if (in.op == Op::char_class) {
+            const auto& words = p.classes[in.arg].bitmap();
+            for (size_t w = 0; w < bits.size(); ++w) bits[w] |= words[w];
+        } else if (in.op == Op::literal) {
+            if (in.arg < 0x10000) bits[in.arg >> 6] |= uint64_t(1) << (in.arg & 63);
+        } else {  // literal_fold: every code point that lowercases to arg
+            for (uint32_t cp = 0; cp < 0x10000; ++cp)
+                if (accepts(p, in, cp)) bits[cp >> 6] |= uint64_t(1) << (cp & 63);
         }
     }
+    return bits;
+}
+
+void build_first_chars(Program& p) {
+    std::map<std::vector<uint64_t>, uint32_t> known;
+    FirstConsumers consumers(p.main);
+    const auto first_set = [&](uint32_t pc) {
+        std::vector<Inst> starts;
+        if (p.first_sets.size() >= kMaxFirstSets || !consumers.find(pc, starts, kMaxFirstVisit)) return kAnyFirst;
+        auto [it, added] = known.try_emplace(first_bitmap(p, starts), uint32_t(p.first_sets.size()));
+        if (added) p.first_sets.push_back(it->first);
+        return it->second;
+    };
+    for (Inst& in : p.main.insts) {
+        if (in.op != Op::split) continue;
+        in.x_first = first_set(in.x);
+        in.y_first = first_set(in.y);
+    }
+    std::vector<Inst> starts;
+    if (!consumers.find(0, starts, kMaxFirstVisit)) return;
+    p.first_chars.bitmap = first_bitmap(p, starts);
     p.first_chars.starts = std::move(starts);
 }
 
@@ -242,6 +285,9 @@ std::unique_ptr<Program> compile_program(std::string_view pattern_utf8) {
     program->classes = std::move(parsed.classes);
     Compiler(*program, pattern_utf8).compile(parsed.root, program->main);
     assign_memo(program->main);
+    if (program->main.splits > kMaxMemoSplits)
+        fail(Status::unsupported, "regex /" + std::string(pattern_utf8) + "/: more than " +
+                                      std::to_string(kMaxMemoSplits) + " alternatives and optional repeats");
     for (Code& body : program->lookaheads) assign_memo(body);
     build_first_chars(*program);
     return program;

@@ -40,6 +40,8 @@ public:
         return contains_slow(cp);
     }
     bool contains_slow(uint32_t cp) const;
+    // The Basic Multilingual Plane as 1024 words of bits (after finish()).
+    const std::vector<uint64_t>& bitmap() const { return bitmap_; }
 
 private:
     static constexpr uint32_t kBitmapSize = 0x10000;
@@ -72,11 +74,18 @@ enum class Op : uint8_t {
 // start position anyway and needs no memo.
 constexpr uint32_t kNoMemo = UINT32_MAX;
 
+constexpr uint32_t kAnyFirst = UINT32_MAX;
+
 struct Inst {
     Op op;
     uint32_t arg = 0;
     uint32_t x = 0;
     uint32_t y = 0;
+    // For a split of the main code: Program::first_sets[x_first] holds the Basic Multilingual
+    // Plane code points branch x can begin with (kAnyFirst: any, or it can match empty); the
+    // matcher skips a branch that cannot begin with the next code point.
+    uint32_t x_first = kAnyFirst;
+    uint32_t y_first = kAnyFirst;
 };
 
 // The code points a match can begin with: a bitmap of the Basic Multilingual Plane, and the
@@ -102,6 +111,7 @@ struct Program {
     // Code points that can begin a match of main, to skip start positions quickly; empty when
     // main can match the empty string and every position must be tried.
     FirstChars first_chars;
+    std::vector<std::vector<uint64_t>> first_sets;  // see Inst::x_first
 };
 
 // Whether a consuming instruction (literal, literal_fold, char_class) accepts cp.

@@ -310,7 +310,10 @@ Vocab Vocab::load(const gguf::ModelFile& file) {
                 if (sp == std::string_view::npos || sp + 1 >= m.size())
                     bad(kMerges, "[" + std::to_string(i) + "] = '" + std::string(m) + "' is not 'left right'");
                 // The first listing of a pair is its rank, as in the merges file.
-                v.merge_rank.emplace(merge_key(m.substr(0, sp), m.substr(sp + 1)), int32_t(i));
+                const std::string_view left = m.substr(0, sp), right = m.substr(sp + 1);
+                const int32_t l = v.find(left), r = v.find(right);
+                if (l >= 0 && r >= 0) v.merge_rank_by_id.emplace(merge_id_key(l, r), int32_t(i));
+                else v.merge_rank.emplace(merge_key(left, right), int32_t(i));
             }
         }
     }

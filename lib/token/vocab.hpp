@@ -48,7 +48,9 @@ struct Vocab {
     std::array<int32_t, 256> byte_token{};  // SPM: id of "<0xNN>", -1 when absent
 
     std::shared_ptr<const PreTokenizer> pre;  // BPE only
-    TextMap merge_rank;                       // BPE: merge_key(left, right) -> rank
+    // BPE merges: by token ids (merge_id_key) when both sides are tokens, else by text.
+    std::unordered_map<uint64_t, int32_t> merge_rank_by_id;
+    TextMap merge_rank;                       // merge_key(left, right) -> rank
 
     // llama.cpp's per-token lstrip/rstrip (set by model name, e.g. Phi-3's special tokens):
     // the whitespace before / after a special token matched in the text is dropped.
@@ -70,5 +72,6 @@ struct Vocab {
 
 // Key of a merge pair that cannot collide whatever bytes the pieces hold.
 std::string merge_key(std::string_view left, std::string_view right);
+inline uint64_t merge_id_key(int32_t left, int32_t right) { return uint64_t(uint32_t(left)) << 32 | uint32_t(right); }
 
 }  // namespace strata::token

@@ -101,7 +101,10 @@ int main() {
 
         auto ids = m.tokenize("hello world");
         EXPECT(!ids.empty() && ids[0] == 1);  // BOS
-        EXPECT(m.detokenize(ids, true) == "hello world");
+        // As llama_detokenize: the prefix space goes from the first piece, not after a dropped BOS.
+        EXPECT(m.detokenize(ids, true) == " hello world");
+        EXPECT(m.detokenize(std::vector<int32_t>(ids.begin() + 1, ids.end())) == "hello world");
+        EXPECT(!m.is_eog(ids[1]) && m.is_eog(m.vocab().eos));
         EXPECT(m.token_to_piece(ids.back()).size() > 0);
         EXPECT(m.vocab().n_vocab == 264);
 

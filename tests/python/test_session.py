@@ -280,6 +280,9 @@ class _FakeModel:
     def token_to_piece(self, t):
         return self.pieces[t]
 
+    def is_eog(self, t):
+        return t == self.vocab.eos
+
 
 class _FakeSession:
     """Plays a fixed token sequence: exercises Generation's UTF-8 buffering and stop logic alone."""

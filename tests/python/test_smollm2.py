@@ -90,6 +90,25 @@ def test_a_chat_through_the_files_template_answers_as_llamacpp(model):
     assert text == c["text_before_eog"] == "2 + 3 = 5", text
 
 
+def test_the_files_own_chat_template_renders_as_llamacpp_rendered_it(model):
+    # llama.cpp rendered GOLDEN["chat"]["user"] with the file's tokenizer.chat_template (its Jinja path,
+    # which adds SmolLM2's default system prompt); strata's interpreter must give the same bytes, and
+    # the end of the turn must be an end-of-generation token.
+    c = GOLDEN["chat"]
+    rendered = model.apply_chat_template([{"role": "user", "content": c["user"]}], add_generation_prompt=True)
+    assert rendered == c["jinja"]["rendered"]
+    assert model.is_eog(model.tokenize("<|im_end|>", add_special=False, parse_special=True)[0])
+    # A conversation with a system message and an assistant turn, against the jinja2 package.
+    jinja2 = pytest.importorskip("jinja2")
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi <there> & 'you'"},
+                {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "2+2?"}]
+    for gen in (True, False):
+        want = env.from_string(model.get_string("tokenizer.chat_template")).render(
+            messages=messages, add_generation_prompt=gen, bos_token="<|im_start|>", eos_token="<|im_end|>")
+        assert model.apply_chat_template(messages, add_generation_prompt=gen) == want
+
+
 @pytest.mark.parametrize("n_threads", [1, 3])
 def test_the_thread_count_does_not_change_the_tokens(model, n_threads):
     case = GOLDEN["prompts"][2]

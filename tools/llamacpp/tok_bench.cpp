@@ -12,20 +12,13 @@
 #include <vector>
 
 #include "llama.h"
+#include "vocab_only.hpp"
 
 int main(int argc, char** argv) {
     if (argc != 4) { fprintf(stderr, "usage: tok_bench VOCAB.gguf TEXT REPEAT\n"); return 2; }
-    llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
-    llama_backend_init();
-    auto mp = llama_model_default_params();
-    mp.vocab_only = true;
-    llama_model* model = llama_model_load_from_file(argv[1], mp);
-    if (!model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
+    llama_model* model = load_vocab_only(argv[1]);
     const llama_vocab* v = llama_model_get_vocab(model);
-    std::ifstream f(argv[2], std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    const std::string text = ss.str();
+    const std::string text = read_bytes(argv[2]);
     const int repeat = atoi(argv[3]);
     std::vector<llama_token> ids(text.size() + 16);
     std::vector<double> secs;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "llama.h"
+#include "vocab_only.hpp"
 
 static std::string hex(const std::string& s) {
     static const char* d = "0123456789abcdef";
@@ -47,18 +48,9 @@ static void print_ids(const std::vector<llama_token>& ids) {
 
 int main(int argc, char** argv) {
     if (argc != 3) { fprintf(stderr, "usage: tok_golden VOCAB.gguf TEXTS.inp\n"); return 2; }
-    llama_log_set([](ggml_log_level, const char*, void*) {}, nullptr);
-    llama_backend_init();
-    auto mp = llama_model_default_params();
-    mp.vocab_only = true;
-    llama_model* model = llama_model_load_from_file(argv[1], mp);
-    if (!model) { fprintf(stderr, "cannot load %s\n", argv[1]); return 1; }
+    llama_model* model = load_vocab_only(argv[1]);
     const llama_vocab* v = llama_model_get_vocab(model);
-
-    std::ifstream f(argv[2], std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    const std::string all = ss.str(), sep = "\n__ggml_vocab_test__\n";
+    const std::string all = read_bytes(argv[2]), sep = "\n__ggml_vocab_test__\n";
     std::vector<std::string> texts;
     for (size_t pos = 0;;) {
         size_t at = all.find(sep, pos);

@@ -16,6 +16,7 @@ from ._types import (MetadataType, TensorType, ValueType, tensor_type_id, tensor
                      tensor_type_supported)
 from .errors import AbiMismatch, LibraryError, LibraryNotFound, Status, StrataError, status_name
 from .model import Model, ShardInfo, TensorInfo, VocabInfo, open_model
+from .model import chat_builtin_formats
 from .session import DEVICES, KV_TYPES, SAMPLING_SETTINGS, STOP_REASONS, Generation, Session
 from .pipeline import Pipeline, Worker, format_layers
 from .writer import Writer

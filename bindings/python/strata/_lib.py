@@ -198,6 +198,7 @@ SESSION_PROTOTYPES = {
                                    c_size_p]),
     "strata_detokenize": (c_status, [_vp, _vp, ctypes.c_size_t, ctypes.c_int, _vp, ctypes.c_size_t, c_size_p]),
     "strata_token_to_piece": (c_status, [_vp, ctypes.c_int32, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_token_is_eog": (c_status, [_vp, ctypes.c_int32, ctypes.POINTER(ctypes.c_int)]),
     "strata_session_default_params": (None, [ctypes.POINTER(SessionParams)]),
     "strata_session_create": (c_status, [_vp, ctypes.POINTER(SessionParams), c_voidp_p]),
     "strata_session_free": (None, [_vp]),
@@ -312,6 +313,13 @@ PLAN_PROTOTYPES = {
 }
 #: Every appended (optional) function: declared when the loaded library has it.
 OPTIONAL_PROTOTYPES = {**SESSION_PROTOTYPES, **PIPELINE_PROTOTYPES, **PLAN_PROTOTYPES}
+
+# Chat templates (strata_chat_apply_template, strata_chat_builtin_formats): appended functions.
+CHAT_PROTOTYPES = {
+    "strata_chat_apply_template": (c_status, [_vp, _cp, _cp, ctypes.c_int, _cp, _vp, ctypes.c_size_t, c_size_p]),
+    "strata_chat_builtin_formats": (ctypes.c_char_p, []),
+}
+OPTIONAL_PROTOTYPES.update(CHAT_PROTOTYPES)
 
 _LIB_NAME = "libstrata.so"
 

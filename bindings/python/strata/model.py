@@ -424,6 +424,12 @@ class Model(OwnedHandle):
             return buf.raw[:n.value]
         raise StrataError(8, "strata_detokenize kept asking for a larger buffer")
 
+    def is_eog(self, token: int) -> bool:
+        """Whether ``token`` ends generation (eos, eot, eom, end-of-turn tokens), as llama.cpp decides."""
+        out = ctypes.c_int()
+        check(_lib.fn("strata_token_is_eog")(self._handle(), _as_token(token), ctypes.byref(out)))
+        return bool(out.value)
+
     def token_to_piece(self, token: int) -> bytes:
         """The bytes one token contributes to the text (possibly an incomplete UTF-8 sequence)."""
         f, h = _lib.fn("strata_token_to_piece"), self._handle()
@@ -438,6 +444,28 @@ class Model(OwnedHandle):
             check(st)
             return buf.raw[:n.value]
         raise StrataError(8, "strata_token_to_piece kept asking for a larger buffer")
+
+    # --- chat templates -----------------------------------------------------------------------
+    def apply_chat_template(self, messages: Sequence[Any], add_generation_prompt: bool = True,
+                            template: Optional[str] = None, **extra: Any) -> str:
+        """The conversation rendered as the model's prompt text, as jinja2 renders the chat
+        template (Hugging Face's settings). messages: a list of dicts (role, content, tool_calls,
+        ...), as the OpenAI API writes them. template: None for the model's own
+        tokenizer.chat_template, a built-in format name (chat_builtin_formats()) or Jinja source.
+        extra: more template variables (tools=[...], enable_thinking=False, ...)."""
+        f, h = _lib.fn("strata_chat_apply_template"), self._handle()
+        msgs = json.dumps(list(messages), ensure_ascii=False).encode("utf-8")
+        src = None if template is None else template.encode("utf-8", "surrogateescape")
+        ext = json.dumps(extra, ensure_ascii=False).encode("utf-8") if extra else None
+        n = ctypes.c_size_t()
+        st = f(h, src, msgs, int(bool(add_generation_prompt)), ext, None, 0, ctypes.byref(n))
+        if st == 0:
+            return ""
+        if st != 6:  # anything but BUFFER_TOO_SMALL
+            check(st)
+        buf = ctypes.create_string_buffer(n.value + 1)
+        check(f(h, src, msgs, int(bool(add_generation_prompt)), ext, buf, n.value + 1, ctypes.byref(n)))
+        return buf.raw[:n.value].decode("utf-8", "surrogateescape")
 
     # --- sessions -----------------------------------------------------------------------------
     def session(self, n_ctx: int = 0, n_threads: int = 0, kv_type: Union[str, int] = "f16",
@@ -531,3 +559,9 @@ def open_model(paths: Union[PathLike, Iterable[PathLike]], **kwargs: Any) -> Mod
     if not isinstance(paths, (str, bytes, os.PathLike)):
         paths = list(paths)
     return Model(paths, **kwargs)
+
+
+def chat_builtin_formats() -> list[str]:
+    """The names of the built-in chat formats usable as Model.apply_chat_template(template=...)."""
+    raw = _lib.fn("strata_chat_builtin_formats")()
+    return [name for name in raw.decode("ascii").split(",") if name]

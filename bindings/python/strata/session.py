@@ -295,8 +295,8 @@ class Session(OwnedHandle):
         piece is valid UTF-8 text: bytes of an incomplete character are held back until the
         character is complete (at the end, a dangling incomplete sequence is yielded as U+FFFD).
 
-        Stops after ``max_tokens`` tokens; at end of generation — the ABI has no is_eog, so the
-        vocabulary's ``eos`` token is taken as the end of generation (it is not yielded); when the
+        Stops after ``max_tokens`` tokens; at end of generation (Model.is_eog: eos, eot, eom and the
+        end-of-turn tokens, as llama.cpp decides; the token is not yielded); when the
         context is full; or when the text ends with one of ``stop`` (the stop string and what
         follows it are not yielded; text that might begin a stop string is held back until
         it cannot). The Generation's ``stop_reason``, ``tokens`` and ``n_prompt_tokens`` say what
@@ -417,8 +417,6 @@ class Generation(Iterator[str]):
         elif self.max_tokens > 0:
             self._next = s.sample()
         self.n_prompt_tokens = len(ids)
-        vocab = s.model.vocab
-        self._eos = vocab.eos
 
     def _hold_back(self) -> int:
         """How many trailing characters of _pending could begin a stop string."""
@@ -461,7 +459,7 @@ class Generation(Iterator[str]):
         if len(self.tokens) >= self.max_tokens:
             return self._finish("max_tokens")
         t = self._next
-        if self._stop_at_eog and t == self._eos and self._eos >= 0:
+        if self._stop_at_eog and s.model.is_eog(t):
             return self._finish("end_of_generation")
         self.tokens.append(t)
         out = self._emit(self._decoder.decode(s.model.token_to_piece(t)), final=False)
