@@ -7,6 +7,7 @@
 namespace strata::chat {
 
 std::string apply_chat_template(const ChatRequest& request) {
+    RenderArena arena;  // everything made below is emptied on the way out (cycles)
     Value messages = parse_json(request.messages_json, "messages_json");
     if (!messages.is_list())
         fail(Status::invalid_argument, std::string("messages_json must be a JSON array of messages, not a JSON ") +

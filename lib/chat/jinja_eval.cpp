@@ -122,13 +122,34 @@ void Interpreter::append(std::string& out, std::string_view text, int line) {
     out += text;
 }
 
+std::shared_ptr<Scope> Interpreter::new_scope() {
+    auto s = std::make_shared<Scope>();
+    // Loops make a scope per iteration: forget the dead ones now and then, so the list stays
+    // as long as the scopes alive, not as long as the run.
+    if (scopes_.size() >= 1024 && scopes_.size() == scopes_.capacity())
+        std::erase_if(scopes_, [](const std::weak_ptr<Scope>& w) { return w.expired(); });
+    scopes_.push_back(s);
+    return s;
+}
+
 std::string Interpreter::render(const Template& tpl, const Value& variables) {
+    struct EmptyScopes {
+        std::vector<std::weak_ptr<Scope>>& scopes;
+        ~EmptyScopes() {
+            for (auto& w : scopes)
+                if (auto s = w.lock()) {
+                    s->vars.clear();
+                    s->parent.reset();
+                }
+            scopes.clear();
+        }
+    } empty_scopes{scopes_};
     // jinja2 refuses a template naming a filter or test it does not know when compiling it.
     for (const auto& [name, line] : tpl.filters)
         if (!filter_in_jinja2(name)) unsupported_error(line, "the filter '" + name + "' is not supported (jinja2 has no filter of that name)");
     for (const auto& [name, line] : tpl.tests)
         if (!test_known(name)) unsupported_error(line, "the test '" + name + "' is not supported (jinja2 has no test of that name)");
-    auto root = std::make_shared<Scope>();
+    auto root = new_scope();
     root->parent = globals_;
     if (variables.is_dict())
         for (const auto& [k, v] : variables.dict->items)
@@ -244,7 +265,7 @@ Interpreter::Flow Interpreter::exec(const Stmt& s, std::shared_ptr<Scope>& scope
             return Flow::normal;
         }
         case StmtKind::with: {
-            auto inner = std::make_shared<Scope>();
+            auto inner = new_scope();
             inner->parent = scope;
             for (const auto& [target, expr] : s.assignments) assign(target, eval(*expr, scope), inner, s.line);
             return exec_body(s.body, inner, out);
@@ -263,7 +284,7 @@ void Interpreter::exec_for(const Stmt& s, std::shared_ptr<Scope>& scope, std::st
         std::vector<Value> kept;
         for (auto& item : items) {
             charge(1, s.line);
-            auto probe = std::make_shared<Scope>();
+            auto probe = new_scope();
             probe->parent = scope;
             assign(s.target, item, probe, s.line);
             if (eval(*s.loop_filter, probe).truthy()) kept.push_back(std::move(item));
@@ -271,7 +292,7 @@ void Interpreter::exec_for(const Stmt& s, std::shared_ptr<Scope>& scope, std::st
         items = std::move(kept);
     }
     if (items.empty()) {
-        auto inner = std::make_shared<Scope>();
+        auto inner = new_scope();
         inner->parent = scope;
         exec_body(s.else_body, inner, out);
         return;
@@ -286,7 +307,7 @@ void Interpreter::exec_for(const Stmt& s, std::shared_ptr<Scope>& scope, std::st
     for (size_t i = 0; i < loop->items.size(); ++i) {
         charge(1, s.line);
         loop->index0 = i;
-        auto inner = std::make_shared<Scope>();
+        auto inner = new_scope();
         inner->parent = scope;
         inner->vars["loop"] = loop_value;
         assign(s.target, loop->items[i], inner, s.line);
@@ -322,7 +343,7 @@ Value Interpreter::run_macro(const MacroDef& m, CallArgs& args, const Value* cal
         ~DepthRelease() { --d; }
     } release{call_depth_};
     charge(1, line);
-    auto scope = std::make_shared<Scope>();
+    auto scope = new_scope();
     scope->parent = m.closure;
     std::vector<bool> bound(s.params.size(), false);
     for (size_t i = 0; i < args.positional.size() && i < s.params.size(); ++i) {

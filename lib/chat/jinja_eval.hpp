@@ -53,6 +53,11 @@ public:
     Value run_recursive_loop(struct LoopState& loop, const Value& iterable, int line);
 
 private:
+    // Every scope of a render, emptied when it ends: a macro holds the scope it was defined in,
+    // which holds the macro.
+    std::shared_ptr<Scope> new_scope();
+    std::vector<std::weak_ptr<Scope>> scopes_;
+
     RenderLimits limits_;
     uint64_t steps_ = 0;
     int call_depth_ = 0;

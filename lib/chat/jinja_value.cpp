@@ -40,24 +40,60 @@ Value Value::from_string(std::string s, bool safe) {
     v.safe = safe;
     return v;
 }
+namespace {
+thread_local RenderArena* t_arena = nullptr;
+}  // namespace
+
+RenderArena::RenderArena() : outer_(t_arena) { t_arena = this; }
+
+RenderArena::~RenderArena() {
+    t_arena = outer_;
+    // Emptying a container may free others that are still listed: lock each first.
+    for (auto& w : lists_)
+        if (auto l = w.lock()) l->items.clear();
+    for (auto& w : dicts_)
+        if (auto d = w.lock()) d->items.clear();
+}
+
+namespace {
+// Adds w, first forgetting the expired entries when the vector would grow (amortised O(1)).
+template <typename T>
+void remember(std::vector<std::weak_ptr<T>>& v, const std::shared_ptr<T>& p) {
+    if (v.size() >= 1024 && v.size() == v.capacity())
+        std::erase_if(v, [](const std::weak_ptr<T>& w) { return w.expired(); });
+    v.push_back(p);
+}
+}  // namespace
+
+void RenderArena::record(const std::shared_ptr<ListObj>& list) {
+    if (t_arena) remember(t_arena->lists_, list);
+}
+
+void RenderArena::record(const std::shared_ptr<DictObj>& dict) {
+    if (t_arena) remember(t_arena->dicts_, dict);
+}
+
 Value Value::new_list(std::vector<Value> items, bool tuple) {
     Value v;
     v.kind = Kind::list;
     v.tuple = tuple;
     v.list = std::make_shared<ListObj>();
     v.list->items = std::move(items);
+    RenderArena::record(v.list);
     return v;
 }
 Value Value::new_dict() {
     Value v;
     v.kind = Kind::dict;
     v.dict = std::make_shared<DictObj>();
+    RenderArena::record(v.dict);
     return v;
 }
 Value Value::new_namespace() {
     Value v;
     v.kind = Kind::ns;
     v.dict = std::make_shared<DictObj>();
+    RenderArena::record(v.dict);
     return v;
 }
 Value Value::from_callable(std::shared_ptr<Callable> c) {

@@ -91,6 +91,26 @@ struct Callable {
     }
 };
 
+// Lists and dicts are shared (std::shared_ptr), so a template can make cycles: a list appended
+// to itself, a namespace holding a macro whose scope holds the namespace. While a RenderArena
+// lives on this thread, every list and dict made is recorded, and they are all emptied when it
+// ends (after the output is built), so that nothing a render made outlives it.
+class RenderArena {
+public:
+    RenderArena();
+    ~RenderArena();
+    RenderArena(const RenderArena&) = delete;
+    RenderArena& operator=(const RenderArena&) = delete;
+
+    static void record(const std::shared_ptr<ListObj>& list);
+    static void record(const std::shared_ptr<DictObj>& dict);
+
+private:
+    std::vector<std::weak_ptr<ListObj>> lists_;
+    std::vector<std::weak_ptr<DictObj>> dicts_;
+    RenderArena* outer_;
+};
+
 // Python ==, as jinja2 compares (1 == 1.0 == True; a tuple never equals a list).
 bool equals(const Value& a, const Value& b);
 
