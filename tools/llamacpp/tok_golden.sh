@@ -44,7 +44,9 @@ v="$(variant ggml-vocab-qwen2 qwen35)"
 run "ggml-vocab-qwen2-as-qwen35.fixture" "$v" "$FIX/ggml-vocab-qwen2.gguf.inp"
 run "ggml-vocab-qwen2-as-qwen35.random" "$v" "$OUT/random_seed1.inp"
 for p in default gpt-2 llama-bpe llama3 llama-v3 deepseek-llm deepseek-coder deepseek-v3 qwen2 qwen35 \
-         falcon mpt starcoder refact command-r smollm kimi-k2; do
+         falcon mpt starcoder refact command-r smollm kimi-k2 \
+         stablelm2 megrez hunyuan hunyuan-dense dbrx exaone4 trillion minerva-7b gpt-4o tekken viking bloom \
+         poro-chat superbpe bailingmoe seed-coder grok-2 jais-2; do
   v="$(variant ggml-vocab-crossmerge-kimi-k2 $p)"
   run "crossmerge-as-$p.fixture" "$v" "$FIX/ggml-vocab-crossmerge-kimi-k2.gguf.inp"
   run "crossmerge-as-$p.random" "$v" "$OUT/random_seed1.inp"
