@@ -338,6 +338,8 @@ std::vector<size_t> PreTokenizer::split(std::span<const uint32_t> cps) const {
         }
         words = regex_split(*step.regex, seen_by_regex, words);
     }
+    // An empty match (superbpe's lookahead-only pattern) leaves an empty word: it spells nothing.
+    std::erase(words, size_t{0});
     return words;
 }
 

@@ -15,7 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const std::vector<std::shared_ptr<const strata::token::PreTokenizer>> all = [] {
         std::vector<std::shared_ptr<const strata::token::PreTokenizer>> v;
         for (const char* name : {"default", "gpt-2", "llama-bpe", "deepseek-llm", "deepseek-coder", "deepseek-v3",
-                                 "falcon", "starcoder", "qwen2", "qwen35", "kimi-k2"})
+                                 "falcon", "starcoder", "qwen2", "qwen35", "kimi-k2", "gpt-4o", "tekken", "viking",
+                                 "superbpe", "bailingmoe", "jais-2"})
             v.push_back(strata::token::PreTokenizer::named(name));
         return v;
     }();
