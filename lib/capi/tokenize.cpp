@@ -70,9 +70,7 @@ strata_status strata_token_is_eog(strata_model* model, int32_t token, int* out_i
     STRATA_API_BEGIN
     require(out_is_eog, "out_is_eog");
     const auto& tok = *tokenizer_of(model);
-    if (token < 0 || token >= tok.n_vocab())
-        fail(Status::invalid_argument, "token id " + std::to_string(token) + " is outside the vocabulary [0, " +
-                                           std::to_string(tok.n_vocab()) + ")");
+    tok.check_id(token);
     *out_is_eog = tok.is_eog(token) ? 1 : 0;
     STRATA_API_END
 }

@@ -198,20 +198,16 @@ std::string Tokenizer::decode(std::span<const int32_t> tokens, bool remove_speci
         }
         run.clear();
     };
-    for (size_t i = 0; i < tokens.size(); ++i) {
-        const int32_t t = tokens[i];
+    for (int32_t t : tokens) {
         const TokenType type = vocab_.type[size_t(t)];
-        if (type == TokenType::normal || type == TokenType::byte) {
-            if (type == TokenType::normal || bytes_spell_spaces) {
-                run += type == TokenType::byte ? std::string(1, char(vocab_.byte_value[size_t(t)])) : vocab_.text[size_t(t)];
-            } else {
-                flush();
-                out += char(vocab_.byte_value[size_t(t)]);
-            }
-            continue;
+        if (type == TokenType::normal) {
+            run += vocab_.text[size_t(t)];
+        } else if (type == TokenType::byte && bytes_spell_spaces) {
+            run += char(vocab_.byte_value[size_t(t)]);
+        } else {
+            flush();
+            append_piece(out, t, remove_special);
         }
-        flush();
-        append_piece(out, t, remove_special);
     }
     flush();
     // The first piece's leading space (llama.cpp strips it from the first token's piece only).

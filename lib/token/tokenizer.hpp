@@ -82,9 +82,11 @@ public:
 
     const Vocab& vocab() const { return vocab_; }
 
+    // Throws strata::Error(invalid_argument) naming an id outside [0, n_vocab).
+    void check_id(int32_t token) const;
+
 private:
     explicit Tokenizer(Vocab vocab) : vocab_(std::move(vocab)) {}
-    void check_id(int32_t token) const;
     // Appends the bytes a token contributes on its own (SPM normal pieces: U+2581 -> space).
     void append_piece(std::string& out, int32_t token, bool remove_special) const;
 

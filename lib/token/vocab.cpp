@@ -128,16 +128,16 @@ const std::vector<FimToken>& fim_tokens() {
     return t;
 }
 
-// The FIM ids that end generation (-1 when absent). llama.cpp takes the first match in its
+// The FIM ids that end generation (-1 when absent). Texts are looked up as llama.cpp's
+// token_to_id holds them (a repeated text: its last id). llama.cpp takes the first match in its
 // hash order when several texts match; strata takes the lowest id.
 std::vector<int32_t> find_fim_tokens(const gguf::ModelFile& file, Vocab& v) {
     std::vector<int32_t> ends;
-    const int32_t n = v.n_vocab();
     for (const FimToken& f : fim_tokens()) {
-        int32_t id = token_id(file, f.key, -1, n);
+        int32_t id = token_id(file, f.key, -1, v.n_vocab());
         if (id < 0) {
-            for (int32_t i = 0; i < n && id < 0; ++i)
-                if (std::find(f.texts.begin(), f.texts.end(), v.text[size_t(i)]) != f.texts.end()) id = i;
+            for (std::string_view t : f.texts)
+                if (const int32_t found = v.find(t); found >= 0 && (id < 0 || found < id)) id = found;
             if (id >= 0) v.type[size_t(id)] = TokenType::control;
         }
         if (id >= 0 && f.ends_generation) ends.push_back(id);
@@ -145,30 +145,25 @@ std::vector<int32_t> find_fim_tokens(const gguf::ModelFile& file, Vocab& v) {
     return ends;
 }
 
-// The end-of-generation set as llama.cpp decides it (src/llama-vocab.cpp, load): by text, the
-// token types it forces on the way, and its two exceptions.
+// The end-of-generation set as llama.cpp decides it (src/llama-vocab.cpp, load): by text (as
+// its token_to_id holds texts), the token types it forces on the way, and its two exceptions.
 void mark_end_of_generation(Vocab& v, const std::vector<int32_t>& fim_ends) {
-    const size_t n = v.text.size();
-    v.eog.assign(n, false);
+    v.eog.assign(v.text.size(), false);
     for (int32_t id : fim_ends) v.eog[size_t(id)] = true;
-    for (size_t id = 0; id < n; ++id) {
-        const std::string& t = v.text[id];
-        if (std::find(std::begin(kEndOfGenerationTexts), std::end(kEndOfGenerationTexts), t) !=
-            std::end(kEndOfGenerationTexts)) {
-            v.eog[id] = true;
-            v.type[id] = TokenType::control;
+    for (std::string_view t : kEndOfGenerationTexts)
+        if (const int32_t id = v.find(t); id >= 0) {
+            v.eog[size_t(id)] = true;
+            v.type[size_t(id)] = TokenType::control;
         }
-        // gpt-oss's message markers are always rendered.
-        if (t == "<|channel|>" || t == "<|message|>" || t == "<|start|>" || t == "<|constrain|>")
-            v.type[id] = TokenType::user_defined;
-    }
+    // gpt-oss's message markers are always rendered.
+    for (std::string_view t : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})
+        if (const int32_t id = v.find(t); id >= 0) v.type[size_t(id)] = TokenType::user_defined;
     for (int32_t id : {v.eos, v.eot, v.eom})
         if (id >= 0) v.eog[size_t(id)] = true;
 
     auto eog_with = [&](std::string_view text) -> int32_t {
-        for (size_t id = 0; id < n; ++id)
-            if (v.eog[id] && v.text[id] == text) return int32_t(id);
-        return -1;
+        const int32_t id = v.find(text);
+        return id >= 0 && v.eog[size_t(id)] ? id : -1;
     };
     // o200k_harmony / solar-open: <|end|> separates messages there, it does not end generation.
     const int32_t end = eog_with("<|end|>");
