@@ -63,6 +63,12 @@ def test_pieces_and_detokenize(spm):
     with pytest.raises(strata.StrataError) as e:
         m.token_to_piece(100000)
     assert e.value.status == strata.Status.INVALID_ARGUMENT
+    # End of generation: the vocabulary's eos is in the set; an id outside it is an error naming it.
+    assert m.is_eog(m.vocab.eos) and not m.is_eog(ids["a"])
+    for bad in (100000, -1):
+        with pytest.raises(strata.StrataError) as e:
+            m.is_eog(bad)
+        assert e.value.status == strata.Status.INVALID_ARGUMENT and str(bad) in str(e.value)
 
 
 def test_round_trips(spm, seed):
