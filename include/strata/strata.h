@@ -417,6 +417,10 @@ typedef struct strata_session_params {
     /* Appended after the first release (a caller whose struct_size ends before it gets
      * STRATA_DEVICE_CPU): */
     int32_t device;         /* strata_device: where the layers run (default STRATA_DEVICE_CPU) */
+    /* Appended after device (a smaller struct_size means 1): */
+    int32_t n_seq;          /* sequence slots (default 1; 0 means 1), each with its own KV cache of n_ctx
+                               tokens (or recurrent state) and its own sampler; the memory plan
+                               counts every slot. Above 1: STRATA_DEVICE_CPU only. */
 } strata_session_params;
 
 /* STRATA_DEVICE_CUDA runs the whole forward pass of a llama-family model (llama, qwen2, qwen3)
@@ -490,6 +494,46 @@ STRATA_API strata_status strata_session_decode_sample(strata_session* session, c
  * On a pipeline only these n_top pairs travel, never the logits. */
 STRATA_API strata_status strata_session_sample_top(strata_session* session, int32_t* out_token, size_t n_top,
                                                    int32_t* top_tokens, float* top_logprobs);
+
+/* --- many sequences in one session (continuous batching) ---
+ *
+ * A session made with n_seq > 1 holds n_seq independent sequences, numbered 0..n_seq-1; the
+ * calls above address sequence 0. strata_session_decode_batch runs the next tokens of several
+ * sequences in one forward step: every weight is read once for all of them, each sequence's
+ * tokens attend only to its own cache, and each sequence's logits are exactly those it would get
+ * decoded alone (one-token decode steps and prefill chunks may be mixed in one call). A session
+ * from strata_pipeline_session has one sequence. */
+
+typedef struct strata_seq_tokens {
+    int32_t seq;           /* 0 <= seq < n_seq, at most once per call */
+    const int32_t* tokens; /* run at the sequence's positions n_past.. */
+    size_t n_tokens;       /* at least 1 */
+} strata_seq_tokens;
+
+STRATA_API strata_status strata_session_n_seq(const strata_session* session, int32_t* out_n_seq);
+/* Every entry is checked (sequence numbers, repeats, token ids, room in each sequence's
+ * context) before anything runs: STRATA_ERR_INVALID_ARGUMENT or STRATA_ERR_CONTEXT_OVERFLOW
+ * naming the entry, nothing run. Each sequence keeps the logits of its last token (see
+ * strata_session_seq_logits) and its tokens join its sampler's history. */
+STRATA_API strata_status strata_session_decode_batch(strata_session* session, const strata_seq_tokens* entries,
+                                                     size_t n_entries);
+/* The last-token logits (n_vocab floats) of the sequence's last decode, valid until that
+ * sequence's next decode or reset. */
+STRATA_API strata_status strata_session_seq_logits(const strata_session* session, int32_t seq,
+                                                   const float** out_logits);
+STRATA_API strata_status strata_session_seq_n_past(const strata_session* session, int32_t seq, int64_t* out_n_past);
+/* Empties the sequence's cache, clears its sampler history and re-seeds it. */
+STRATA_API strata_status strata_session_seq_reset(strata_session* session, int32_t seq);
+/* Keeps the sequence's first n_past positions (0 <= n_past <= its n_past): a new prompt that
+ * shares a prefix with what the slot holds decodes only the rest. A model with recurrent
+ * (KDA) layers can only restart (0) or keep everything: STRATA_ERR_UNSUPPORTED otherwise. The
+ * sampler history is cleared (the caller re-decodes nothing it kept). */
+STRATA_API strata_status strata_session_seq_truncate(strata_session* session, int32_t seq, int64_t n_past);
+/* As strata_session_set_sampling / strata_session_sample_top for one sequence. */
+STRATA_API strata_status strata_session_seq_set_sampling(strata_session* session, int32_t seq,
+                                                         const strata_sampling_params* params);
+STRATA_API strata_status strata_session_seq_sample_top(strata_session* session, int32_t seq, int32_t* out_token,
+                                                       size_t n_top, int32_t* top_tokens, float* top_logprobs);
 
 /* --- generation --- */
 

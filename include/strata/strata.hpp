@@ -369,6 +369,13 @@ struct session_params {
     strata_kv_type kv_type = STRATA_KV_F16;
     uint64_t memory_budget = 0;  // 0: available memory (the device's free memory on CUDA)
     strata_device device = STRATA_DEVICE_CPU;
+    int32_t n_seq = 1;  // sequence slots (continuous batching); above 1: CPU only
+};
+
+// One entry of session::decode_batch: the next tokens of sequence `seq`.
+struct seq_tokens {
+    int32_t seq = 0;
+    std::vector<int32_t> tokens;
 };
 
 struct sampling_params {
@@ -401,6 +408,7 @@ public:
         c.kv_type = p.kv_type;
         c.memory_budget = p.memory_budget;
         c.device = p.device;
+        c.n_seq = p.n_seq;
         detail::check(strata_session_create(m.get(), &c, &handle_));
     }
     // Takes ownership of a strata_session* (e.g. from strata_pipeline_session).
@@ -455,15 +463,7 @@ public:
     }
     void reset() { detail::check(strata_session_reset(handle_)); }
     void set_sampling(const sampling_params& p) {
-        strata_sampling_params c;
-        strata_sampling_default_params(&c);
-        c.temperature = p.temperature;
-        c.top_k = p.top_k;
-        c.top_p = p.top_p;
-        c.min_p = p.min_p;
-        c.repeat_penalty = p.repeat_penalty;
-        c.repeat_last_n = p.repeat_last_n;
-        c.seed = p.seed;
+        const strata_sampling_params c = c_sampling(p);
         detail::check(strata_session_set_sampling(handle_, &c));
     }
     std::string sampling_json() const {
@@ -492,6 +492,47 @@ public:
         std::vector<float> logprobs(n);
         int32_t token = 0;
         detail::check(strata_session_sample_top(handle_, &token, n, tokens.data(), logprobs.data()));
+        top.clear();
+        for (size_t i = 0; i < n; ++i) top.emplace_back(tokens[i], logprobs[i]);
+        return token;
+    }
+
+    // Several sequences (session_params::n_seq); the calls above address sequence 0.
+    int32_t n_seq() const {
+        int32_t v = 0;
+        detail::check(strata_session_n_seq(handle_, &v));
+        return v;
+    }
+    // The next tokens of several sequences in one forward step (each sequence at most once).
+    void decode_batch(const std::vector<seq_tokens>& entries) {
+        std::vector<strata_seq_tokens> c;
+        c.reserve(entries.size());
+        for (const auto& e : entries) c.push_back({e.seq, e.tokens.data(), e.tokens.size()});
+        detail::check(strata_session_decode_batch(handle_, c.data(), c.size()));
+    }
+    // The last-token logits of the sequence's last decode_batch (a copy of n_vocab floats).
+    std::vector<float> seq_logits(int32_t seq) const {
+        const float* data = nullptr;
+        detail::check(strata_session_seq_logits(handle_, seq, &data));
+        return std::vector<float>(data, data + size_t(n_vocab()));
+    }
+    int64_t seq_n_past(int32_t seq) const {
+        int64_t v = 0;
+        detail::check(strata_session_seq_n_past(handle_, seq, &v));
+        return v;
+    }
+    void seq_reset(int32_t seq) { detail::check(strata_session_seq_reset(handle_, seq)); }
+    void seq_truncate(int32_t seq, int64_t n_past) { detail::check(strata_session_seq_truncate(handle_, seq, n_past)); }
+    void seq_set_sampling(int32_t seq, const sampling_params& p) {
+        const strata_sampling_params c = c_sampling(p);
+        detail::check(strata_session_seq_set_sampling(handle_, seq, &c));
+    }
+    // As sample_top for one sequence (n 0: the token alone).
+    int32_t seq_sample_top(int32_t seq, size_t n, std::vector<std::pair<int32_t, float>>& top) {
+        std::vector<int32_t> tokens(n);
+        std::vector<float> logprobs(n);
+        int32_t token = 0;
+        detail::check(strata_session_seq_sample_top(handle_, seq, &token, n, tokens.data(), logprobs.data()));
         top.clear();
         for (size_t i = 0; i < n; ++i) top.emplace_back(tokens[i], logprobs[i]);
         return token;
@@ -535,6 +576,18 @@ public:
 
 private:
     explicit session(strata_session* handle) noexcept : handle_(handle) {}
+    static strata_sampling_params c_sampling(const sampling_params& p) {
+        strata_sampling_params c;
+        strata_sampling_default_params(&c);
+        c.temperature = p.temperature;
+        c.top_k = p.top_k;
+        c.top_p = p.top_p;
+        c.min_p = p.min_p;
+        c.repeat_penalty = p.repeat_penalty;
+        c.repeat_last_n = p.repeat_last_n;
+        c.seed = p.seed;
+        return c;
+    }
     strata_session* handle_ = nullptr;
 };
 

@@ -11,7 +11,7 @@
 #include "capi/guard.hpp"
 #include "capi/session.hpp"
 #include "capi/handles.hpp"
-#include "exec/local_sequence.hpp"
+#include "exec/batched_sequence.hpp"
 #include "sample/sampler.hpp"
 #ifdef STRATA_HAVE_CUDA
 #include "gpu_sequence.hpp"
@@ -25,6 +25,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A decode or reset of sequence 0 through the single-sequence calls retires its last logits,
+// those of strata_session_logits and of strata_session_seq_logits alike.
+void forget_logits(strata_session& s) {
+    s.logits_rows = 0;
+    if (!s.seq_logits.empty()) s.seq_logits[0].clear();
+}
+
+}  // namespace
+
+namespace strata::capi {
+
 strata::sample::SamplerParams sampler_params(const strata_sampling_params& p) {
     strata::sample::SamplerParams s;
     s.temperature = p.temperature;
@@ -37,6 +48,12 @@ strata::sample::SamplerParams sampler_params(const strata_sampling_params& p) {
     return s;
 }
 
+}  // namespace strata::capi
+
+namespace {
+
+using strata::capi::sampler_params;
+
 strata::sample::SamplerParams default_sampler_params() {
     strata_sampling_params defaults;
     strata_sampling_default_params(&defaults);
@@ -48,7 +65,7 @@ const strata_session& session_of(const strata_session* session) { return *requir
 
 void decode(strata_session& s, const int32_t* tokens, size_t n_tokens, bool all_logits) {
     if (n_tokens) require(tokens, "tokens");
-    s.logits_rows = 0;  // a failure below leaves no stale logits readable
+    forget_logits(s);  // a failure below leaves no stale logits readable
     s.sequence->decode({tokens, n_tokens}, all_logits, &s.logits);
     s.logits_rows = all_logits ? n_tokens : 1;
 }
@@ -84,14 +101,23 @@ SessionTokenizer session_tokenizer(strata_model* model) {
     return t;
 }
 
-strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::Sequence> sequence,
+strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::MultiSequence> sequences,
                              std::shared_ptr<const gguf::ModelFile> file) {
     auto session = std::make_unique<strata_session>();
     session->file = std::move(file);
     session->tokenizer = std::move(tokenizer.tokenizer);
     session->tokenizer_error = std::move(tokenizer.error);
-    session->sequence = std::move(sequence);
+    session->sequences = std::move(sequences);
+    session->sequence = &session->sequences->at(0);
+    session->seq_logits.resize(size_t(session->sequences->n_seq()));
     return session.release();
+}
+
+strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::Sequence> sequence,
+                             std::shared_ptr<const gguf::ModelFile> file) {
+    std::vector<std::unique_ptr<exec::Sequence>> one;
+    one.push_back(std::move(sequence));
+    return make_session(std::move(tokenizer), std::make_unique<exec::SequenceList>(std::move(one)), std::move(file));
 }
 
 sample::SamplerParams default_sampling() { return default_sampler_params(); }
@@ -105,6 +131,7 @@ void strata_session_default_params(strata_session_params* params) {
     *params = strata_session_params{};
     params->struct_size = sizeof *params;
     params->kv_type = STRATA_KV_F16;
+    params->n_seq = 1;
 }
 
 strata_status strata_session_create(strata_model* model, const strata_session_params* params,
@@ -116,6 +143,11 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     // `device` was appended after the first release: shorter structs run on the CPU.
     const strata_session_params p = strata::capi::params_or_default(params, strata_session_default_params,
                                                                     offsetof(strata_session_params, device));
+    // n_seq was appended after device (a shorter struct keeps the default); 0 means 1, as a
+    // zero-initialised struct has it.
+    const int32_t n_seq = p.n_seq == 0 ? 1 : p.n_seq;
+    if (n_seq < 1 || n_seq > 4096)
+        fail(Status::invalid_argument, "n_seq is " + std::to_string(n_seq) + ", expected 1..4096 (0: 1)");
     strata::capi::check_device(p.device);
     if (p.n_ctx < 0) fail(Status::invalid_argument, "n_ctx is " + std::to_string(p.n_ctx) + ", expected 0 or more");
     if (p.n_threads < 0)
@@ -127,10 +159,19 @@ strata_status strata_session_create(strata_model* model, const strata_session_pa
     cp.n_threads = p.n_threads;
     cp.kv_type = p.kv_type == STRATA_KV_Q8_0 ? strata::exec::KvType::q8_0 : strata::exec::KvType::f16;
     cp.memory_budget = p.memory_budget;
-    std::unique_ptr<strata::exec::Sequence> sequence;
-    if (p.device == STRATA_DEVICE_CUDA) sequence = gpu_sequence(*model, cp);
-    else sequence = std::make_unique<strata::exec::LocalSequence>(*model->file, cp, strata::capi::default_sampling());
-    *out_session = strata::capi::make_session(strata::capi::session_tokenizer(model), std::move(sequence), model->file);
+    if (n_seq > 1 && p.device == STRATA_DEVICE_CUDA)
+        fail(Status::unsupported, "n_seq is " + std::to_string(n_seq) + ": CUDA sessions hold one sequence so far");
+    std::unique_ptr<strata::exec::MultiSequence> sequences;
+    if (p.device == STRATA_DEVICE_CUDA) {
+        std::vector<std::unique_ptr<strata::exec::Sequence>> one;
+        one.push_back(gpu_sequence(*model, cp));
+        sequences = std::make_unique<strata::exec::SequenceList>(std::move(one));
+    } else {
+        // The CPU runs every slot in one Context: a batched decode reads each weight once.
+        cp.n_seq = n_seq;
+        sequences = std::make_unique<strata::exec::BatchedSequences>(*model->file, cp, strata::capi::default_sampling());
+    }
+    *out_session = strata::capi::make_session(strata::capi::session_tokenizer(model), std::move(sequences), model->file);
     STRATA_API_END
 }
 
@@ -181,7 +222,7 @@ strata_status strata_session_logits(const strata_session* session, const float**
 strata_status strata_session_reset(strata_session* session) {
     STRATA_API_BEGIN
     auto& s = session_of(session);
-    s.logits_rows = 0;
+    forget_logits(s);
     s.sequence->reset();
     STRATA_API_END
 }
@@ -229,7 +270,7 @@ strata_status strata_session_decode_sample(strata_session* session, const int32_
     auto& s = session_of(session);
     require(out_token, "out_token");
     if (n_tokens) require(tokens, "tokens");
-    s.logits_rows = 0;  // nothing fetched: no stale logits readable
+    forget_logits(s);  // nothing fetched: no stale logits readable
     *out_token = s.sequence->decode_and_sample({tokens, n_tokens}, 0, nullptr);
     STRATA_API_END
 }
@@ -285,7 +326,7 @@ strata_status strata_session_generate(strata_session* session, const char* promp
     result.struct_size = sizeof result;
     // Generation moves token ids only (decode_and_sample: one round trip per token on a
     // pipeline); the last decode's logits are not kept readable.
-    s.logits_rows = 0;
+    forget_logits(s);
     int32_t next = -1;
     const auto t0 = Clock::now();
     if (!prompt_tokens.empty()) {

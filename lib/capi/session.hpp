@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "capi/handles.hpp"
-#include "exec/sequence.hpp"
+#include "exec/multi_sequence.hpp"
 
 struct strata_session {
     // What the session needs of its model, shared: the model may be freed first. Declared
@@ -15,9 +15,14 @@ struct strata_session {
     std::shared_ptr<const strata::gguf::ModelFile> file;
     std::shared_ptr<const strata::token::Tokenizer> tokenizer;  // null when the vocabulary is unusable
     std::string tokenizer_error;                                // ... and why
-    std::unique_ptr<strata::exec::Sequence> sequence;
+    // Every sequence of the session (n_seq >= 1); `sequence` is the first, which the
+    // single-sequence calls address.
+    std::unique_ptr<strata::exec::MultiSequence> sequences;
+    strata::exec::Sequence* sequence = nullptr;
     std::vector<float> logits;  // rows * n_vocab of the last decode that fetched logits
     size_t logits_rows = 0;
+    // strata_session_seq_logits: each sequence's last-token row (empty: none readable).
+    std::vector<std::vector<float>> seq_logits;
 };
 
 namespace strata::capi {
@@ -32,6 +37,11 @@ SessionTokenizer session_tokenizer(strata_model* model);
 // A session over `sequence` (`file` keeps the mapping the sequence reads alive).
 strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::Sequence> sequence,
                              std::shared_ptr<const gguf::ModelFile> file);
+// A session over several sequences (n_seq() >= 1).
+strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::MultiSequence> sequences,
+                             std::shared_ptr<const gguf::ModelFile> file);
+// The sampler settings a strata_sampling_params asks for (validated when applied).
+sample::SamplerParams sampler_params(const strata_sampling_params& p);
 // The sampling settings of strata_sampling_default_params.
 sample::SamplerParams default_sampling();
 

@@ -36,6 +36,9 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
     n_batch_ = std::min(params.n_batch, n_ctx_);
     if (params.kda_chunk < 0) fail(Status::invalid_argument, "kda_chunk must be >= 0 (0: the step form)");
     kda_chunk_ = params.kda_chunk;
+    if (params.n_seq < 1 || params.n_seq > 4096)
+        fail(Status::invalid_argument, "n_seq is " + std::to_string(params.n_seq) + ", expected 1..4096");
+    const int32_t n_seq = params.n_seq;
     backend_ = std::make_unique<CpuBackend>(params.n_threads);
 
     // Plan before allocating anything sizeable (stage_memory.hpp, shared with the plan query). The
@@ -50,6 +53,7 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
                                             .kv_type = params.kv_type});
     in.weight_bytes = w_.mapped_bytes + w_.owned_bytes;
     in.n_ctx_train = hp_.n_ctx_train;
+    in.n_seq = n_seq;
     in.budget_bytes = params.memory_budget;
     plan_ = make_plan(in);
     if (!plan_.fits())
@@ -66,13 +70,19 @@ Context::Context(const gguf::ModelFile& file, const ContextParams& params) : hp_
         mla_slot_.push_back(!rec && hp_.is_mla() ? n_mla++ : -1);
         kda_slot_.push_back(rec ? n_kda++ : -1);
     }
-    if (n_mla > 0) latent_ = LatentCache(params.kv_type, n_mla, n_ctx_, hp_.mla.kv_lora_rank, hp_.rope.n_rot);
-    if (n_kda > 0) kda_ = KdaState(n_kda, hp_.n_head, hp_.kda.head_dim, hp_.kda.conv_kernel);
-    if (!hp_.is_mla()) kv_ = KvCache(params.kv_type, int64_t(w_.layers.size()), n_ctx_, hp_.n_head_kv, hp_.head_dim);
+    // Each slot owns n_ctx rows of every layer's cache (cache_row).
+    const int64_t rows = n_ctx_ * n_seq;
+    if (n_mla > 0) latent_ = LatentCache(params.kv_type, n_mla, rows, hp_.mla.kv_lora_rank, hp_.rope.n_rot);
+    if (n_kda > 0) kda_ = KdaState(n_kda, hp_.n_head, hp_.kda.head_dim, hp_.kda.conv_kernel, n_seq);
+    if (!hp_.is_mla()) kv_ = KvCache(params.kv_type, int64_t(w_.layers.size()), rows, hp_.n_head_kv, hp_.head_dim);
+    n_past_.assign(size_t(n_seq), 0);
+    lost_.assign(size_t(n_seq), std::string());
     for_each_buffer(hp_, dense, n_batch_, n_ctx_, *s_, [](std::vector<float>& b, int64_t floats, bool) {
         b.resize(size_t(floats));
     });
     s_->chosen.resize(size_t(n_batch_ * hp_.moe.n_expert_used));
+    s_->tok_seq.resize(size_t(n_batch_));
+    s_->tok_pos.resize(size_t(n_batch_));
     if (hp_.moe.n_expert > 0) s_->router_state = std::make_unique<MoeRouter>(hp_.moe);
     s_->rope = std::make_unique<Rope>(hp_);
 }
@@ -87,25 +97,52 @@ int64_t Context::output_floats(int64_t n_tokens, bool all_logits) const {
     return (all_logits ? n_tokens : 1) * hp_.n_vocab;
 }
 
-bool Context::can_truncate(int64_t n_past) const { return exec::can_truncate(n_past, n_past_, kda_.bytes() > 0); }
-
-void Context::truncate(int64_t n_past) {
-    check_truncate(n_past, n_past_, kda_.bytes() > 0);
-    n_past_ = n_past;
-    if (n_past == 0) lost_.clear();
+void Context::check_seq(int32_t seq, const char* call) const {
+    if (seq < 0 || seq >= n_seq())
+        fail(Status::invalid_argument, std::string(call) + ": sequence " + std::to_string(seq) +
+                                           " is not one of this context's slots 0.." + std::to_string(n_seq() - 1));
 }
 
-void Context::check_room(int64_t n_tokens) const {
-    if (!lost_.empty()) fail(Status::invalid_argument, lost_ + "; reset the sequence (or truncate it to 0) first");
-    check_context_room(n_tokens, n_past_, n_ctx_);
+void Context::reset(int32_t seq) {
+    check_seq(seq, "reset");
+    n_past_[size_t(seq)] = 0;
+    lost_[size_t(seq)].clear();
 }
 
-void Context::decode(std::span<const int32_t> tokens, float* out, bool all_logits) {
+bool Context::can_truncate(int32_t seq, int64_t n_past) const {
+    check_seq(seq, "can_truncate");
+    return exec::can_truncate(n_past, n_past_[size_t(seq)], kda_.bytes() > 0);
+}
+
+void Context::truncate(int32_t seq, int64_t n_past) {
+    check_seq(seq, "truncate");
+    check_truncate(n_past, n_past_[size_t(seq)], kda_.bytes() > 0);
+    n_past_[size_t(seq)] = n_past;
+    if (n_past == 0) lost_[size_t(seq)].clear();
+}
+
+void Context::check_room(int32_t seq, int64_t n_tokens) const {
+    const std::string& lost = lost_[size_t(seq)];
+    if (!lost.empty()) fail(Status::invalid_argument, lost + "; reset the sequence (or truncate it to 0) first");
+    check_context_room(n_tokens, n_past_[size_t(seq)], n_ctx_);
+}
+
+void Context::lay_out_one(int32_t seq, int64_t n) {
+    const int64_t pos = n_past_[size_t(seq)];
+    s_->runs.assign(1, SeqRun{seq, 0, n, pos});
+    for (int64_t t = 0; t < n; ++t) {
+        s_->tok_seq[size_t(t)] = seq;
+        s_->tok_pos[size_t(t)] = pos + t;
+    }
+}
+
+void Context::decode_seq(int32_t seq, std::span<const int32_t> tokens, float* out, bool all_logits) {
     if (!w_.first_stage())
         fail(Status::invalid_argument, "decode: this stage starts at layer " + std::to_string(w_.first_layer) +
                                            ", so it takes hidden states (forward_hidden), not token ids");
+    check_seq(seq, "decode");
     const int64_t n = int64_t(tokens.size());
-    check_room(n);
+    check_room(seq, n);
     if (!out) fail(Status::invalid_argument, "decode: null output buffer");
     check_token_ids(tokens, hp_.n_vocab);
     const int64_t E = hp_.n_embd;
@@ -114,13 +151,14 @@ void Context::decode(std::span<const int32_t> tokens, float* out, bool all_logit
         for (int64_t t = 0; t < m; ++t)
             quant::dequantize_row(w_.token_embd.type, w_.token_embd.row(tokens[size_t(c0 + t)]), s_->x.data() + t * E, E);
         n_bank_ = 0;
+        lay_out_one(seq, m);
         run_layers(s_->x.data(), m);
         write_output(s_->x.data(), m, c0, n, out, all_logits);
     }
 }
 
 void Context::forward_hidden(const float* hidden_in, int64_t n, float* out, bool all_logits) {
-    check_room(n);
+    check_room(0, n);
     if (!hidden_in || !out) fail(Status::invalid_argument, "forward_hidden: null buffer");
     const int64_t E = hp_.n_embd, W = hidden_in_width(), nb = hp_.banks_before(w_.first_layer);
     for (int64_t c0 = 0; c0 < n; c0 += n_batch_) {
@@ -133,6 +171,7 @@ void Context::forward_hidden(const float* hidden_in, int64_t n, float* out, bool
                 std::memcpy(s_->bank.data() + t * hp_.max_banks() * E, row + E, size_t(nb * E) * sizeof(float));
         }
         n_bank_ = nb;
+        lay_out_one(0, m);
         run_layers(s_->x.data(), m);
         write_output(s_->x.data(), m, c0, n, out, all_logits);
     }
@@ -161,9 +200,11 @@ void Context::write_output(const float* x, int64_t n, int64_t first, int64_t n_t
 void Context::run_layers(float* x, int64_t n) {
     const int64_t E = hp_.n_embd;
     const int64_t P = s_->rope->n_pairs();
-    if (n_past_ == 0 && kda_.bytes() > 0) kda_.zero();  // a new sequence (reset or truncate to 0)
+    for (const SeqRun& r : s_->runs)  // a new sequence (reset or truncate to 0)
+        if (r.pos == 0 && kda_.bytes() > 0) kda_.zero(r.seq);
     last_margin_ = INFINITY;  // this micro-batch's last token (the call's last micro-batch wins)
-    for (int64_t t = 0; t < n; ++t) s_->rope->angles(n_past_ + t, s_->cos.data() + t * P, s_->sin.data() + t * P);
+    for (int64_t t = 0; t < n; ++t)
+        s_->rope->angles(s_->tok_pos[size_t(t)], s_->cos.data() + t * P, s_->sin.data() + t * P);
     const int64_t B = hp_.attn_res_block;
     for (size_t li = 0; li < w_.layers.size(); ++li) {
         const model::LayerWeights& L = w_.layers[li];
@@ -203,7 +244,7 @@ void Context::run_layers(float* x, int64_t n) {
         attn_res_mix(x, w_.output_res_score.data(), n, s_->mixed.data());
         std::copy(s_->mixed.begin(), s_->mixed.begin() + n * E, x);
     }
-    n_past_ += n;
+    for (const SeqRun& r : s_->runs) n_past_[size_t(r.seq)] += r.n;
 }
 
 // SwiGLU: out = down(silu(gate xn) * up xn) for n tokens of s_->xn.
@@ -243,7 +284,7 @@ void Context::attention_gqa(int64_t li, int64_t n) {
             if (!L.k_norm.empty()) rms_norm(k + h * D, L.k_norm.data(), D, hp_.rms_eps, k + h * D);
             s_->rope->apply(k + h * D, c, s);
         }
-        kv_.store(li, n_past_ + t, k, v);
+        kv_.store(li, cache_row(s_->tok_seq[size_t(t)], s_->tok_pos[size_t(t)]), k, v);
     }
     attention_scores_gqa(li, n);
     be.matmul(L.wo, s_->attn.data(), n, s_->proj.data());
@@ -255,15 +296,17 @@ void Context::attention_gqa(int64_t li, int64_t n) {
 void Context::attention_scores_gqa(int64_t il, int64_t n) {
     const int64_t Q = hp_.n_q(), D = hp_.head_dim, H = hp_.n_head, G = hp_.n_gqa();
     const float scale = float(1.0 / std::sqrt(double(D)));
-    const int64_t n_past = n_past_;
+    const int64_t max_keys = 1 + *std::max_element(s_->tok_pos.begin(), s_->tok_pos.begin() + n);
     backend_->parallel_for(n * H, [&](int64_t begin, int64_t end) {
-        std::vector<float> scores(static_cast<size_t>(n_past + n)), kv(static_cast<size_t>(D));
+        std::vector<float> scores(static_cast<size_t>(max_keys)), kv(static_cast<size_t>(D));
         for (int64_t job = begin; job < end; ++job) {
             const int64_t t = job / H, h = job % H, kvh = h / G;
-            const int64_t n_keys = n_past + t + 1;  // causal: positions 0 .. n_past + t
+            // Causal, within the token's own slot: its positions 0 .. pos.
+            const int64_t n_keys = s_->tok_pos[size_t(t)] + 1;
+            const int64_t row0 = cache_row(s_->tok_seq[size_t(t)], 0);
             const float* q = s_->q.data() + t * Q + h * D;
             for (int64_t p = 0; p < n_keys; ++p) {
-                kv_.load_k(il, p, kvh, kv.data());
+                kv_.load_k(il, row0 + p, kvh, kv.data());
                 float dot = 0.0f;
                 for (int64_t d = 0; d < D; ++d) dot += q[d] * kv[size_t(d)];
                 scores[size_t(p)] = dot * scale;
@@ -272,7 +315,7 @@ void Context::attention_scores_gqa(int64_t il, int64_t n) {
             float* o = s_->attn.data() + t * Q + h * D;
             std::fill(o, o + D, 0.0f);
             for (int64_t p = 0; p < n_keys; ++p) {
-                kv_.load_v(il, p, kvh, kv.data());
+                kv_.load_v(il, row0 + p, kvh, kv.data());
                 const float a = scores[size_t(p)];
                 for (int64_t d = 0; d < D; ++d) o[d] += a * kv[size_t(d)];
             }

@@ -15,6 +15,14 @@
 //   otherwise: the hidden states of every token (n * hidden_out_width()), whatever all_logits says.
 // output_floats() says how many. Errors leave the context unchanged: bad token ids, context
 // overflow and calls to the wrong stage throw Error(invalid_argument) before anything runs.
+//
+// Several sequences (ContextParams::n_seq slots, continuous batching): each slot has its own
+// cache of n_ctx positions (or recurrent state), n_past and lost flag; the calls without a slot
+// address slot 0. decode_batch runs the next tokens of several slots in one pass: their tokens
+// are laid out together and go through every matmul together (each weight read once per
+// micro-batch), while RoPE, cache writes and attention use each token's own (slot, position).
+// Every per-token computation is the same code whatever shares the pass, so a slot's logits are
+// bit-identical to decoding it alone.
 #pragma once
 
 #include <cmath>
@@ -25,6 +33,7 @@
 #include <vector>
 
 #include "exec/backend.hpp"
+#include "exec/batch_entry.hpp"
 #include "exec/kda_state.hpp"
 #include "exec/kv_cache.hpp"
 #include "exec/latent_cache.hpp"
@@ -48,6 +57,7 @@ struct ContextParams {
     int64_t n_batch = 512;       // micro-batch: longer inputs run in chunks of this many tokens
     int64_t kda_chunk = 0;       // KDA layers: > 0 runs multi-token inputs in the chunked form with
                                  // chunks of this many tokens; 0: the step form everywhere
+    int32_t n_seq = 1;           // sequence slots, each with its own cache of n_ctx positions
 };
 
 class Context {
@@ -61,8 +71,10 @@ public:
 
     const model::Hparams& hparams() const { return hp_; }
     const MemoryPlan& plan() const { return plan_; }
-    int64_t n_ctx() const { return n_ctx_; }
-    int64_t n_past() const { return n_past_; }
+    int64_t n_ctx() const { return n_ctx_; }  // of each slot
+    int32_t n_seq() const { return int32_t(n_past_.size()); }
+    int64_t n_past() const { return n_past_[0]; }
+    int64_t n_past(int32_t seq) const { return n_past_.at(size_t(seq)); }
     int64_t n_vocab() const { return hp_.n_vocab; }
     int64_t n_embd() const { return hp_.n_embd; }
     int first_layer() const { return w_.first_layer; }
@@ -78,42 +90,58 @@ public:
     int64_t hidden_out_width() const;
 
     // First stage only. Runs tokens at positions n_past..n_past+n-1 and appends them to the cache.
-    void decode(std::span<const int32_t> tokens, float* out, bool all_logits = false);
+    void decode(std::span<const int32_t> tokens, float* out, bool all_logits = false) {
+        decode_seq(0, tokens, out, all_logits);
+    }
+    // The same for slot seq (0 <= seq < n_seq, else Error(invalid_argument)).
+    void decode_seq(int32_t seq, std::span<const int32_t> tokens, float* out, bool all_logits = false);
+    // A context over the whole model only. Runs every entry at its slot's n_past in one pass; out
+    // gets entry i's last-token logits at out + i * n_vocab. Every entry is checked first (slot in
+    // range and at most once, tokens present and valid, room, not lost): Error(invalid_argument)
+    // naming the entry, nothing run in any slot.
+    void decode_batch(std::span<const BatchEntry> entries, float* out);
     // Any stage (later stages must use it): hidden states in (n_tokens * n_embd), e.g. from the
     // previous stage's output.
     void forward_hidden(const float* hidden_in, int64_t n_tokens, float* out, bool all_logits = false);
 
-    void reset() {
-        n_past_ = 0;
-        lost_.clear();
-    }
+    void reset() { reset(0); }
+    void reset(int32_t seq);
     // Whether truncate(n_past) can succeed: any position within [0, n_past()] without recurrent
     // layers; with them only 0 (restart) and n_past() (nothing dropped).
-    bool can_truncate(int64_t n_past) const;
+    bool can_truncate(int64_t n_past) const { return can_truncate(0, n_past); }
+    bool can_truncate(int32_t seq, int64_t n_past) const;
     // After a failed call that cannot be undone (a recurrent state that cannot roll back): every
     // later call throws Error(invalid_argument) with `why` until reset() or truncate(0).
-    void mark_lost(const std::string& why) { lost_ = why; }
+    void mark_lost(const std::string& why) { lost_[0] = why; }
     struct Scratch;  // context_scratch.hpp
-    void truncate(int64_t n_past);  // drop positions >= n_past; 0 <= n_past <= n_past()
+    void truncate(int64_t n_past) { truncate(0, n_past); }  // drop positions >= n_past; 0 <= n_past <= n_past()
+    void truncate(int32_t seq, int64_t n_past);
 
     Backend& backend() { return *backend_; }
 
-    // The routing margin (deepseek2.md) of the last token of the last decode / forward_hidden
-    // call: the smallest over this stage's MoE layers (+inf without them). Tests judge logits
-    // whose routing was a near tie apart (DESIGN.md, "Comparing logits").
+    // The routing margin (deepseek2.md) of the last token of the last decode / forward_hidden /
+    // decode_batch call: the smallest over this stage's MoE layers (+inf without them). Tests
+    // judge logits whose routing was a near tie apart (DESIGN.md, "Comparing logits").
     float last_token_routing_margin() const { return last_margin_; }
 
 private:
-    void check_room(int64_t n_tokens) const;
-    // Runs n tokens of hidden state x (n * n_embd, modified) through the layers at n_past.
+    void check_seq(int32_t seq, const char* call) const;
+    void check_room(int32_t seq, int64_t n_tokens) const;
+    // The micro-batch's tokens: n tokens of slot seq at its n_past (Scratch::runs and the
+    // per-token slot and position).
+    void lay_out_one(int32_t seq, int64_t n);
+    // Runs n tokens of hidden state x (n * n_embd, modified) through the layers, each at the
+    // (slot, position) the micro-batch's layout gives it; then advances each slot's n_past.
     void run_layers(float* x, int64_t n);
+    // The cache row of position pos of slot seq (slot-major: each slot owns n_ctx rows per layer).
+    int64_t cache_row(int32_t seq, int64_t pos) const { return int64_t(seq) * n_ctx_ + pos; }
     // Attention blocks: s_->xn (normalized input) -> s_->proj (the block's output), cache updated.
     void attention_gqa(int64_t li, int64_t n);
     void attention_scores_gqa(int64_t li, int64_t n);
     void attention_mla(int64_t li, int64_t n);
     void attention_scores_mla(int64_t li, int64_t n);
     void attention_kda(int64_t li, int64_t n);      // context_kda.cpp
-    void kda_heads(int64_t li, int64_t n);
+    void kda_heads(int64_t li, int32_t seq, int64_t first, int64_t n);  // one slot's tokens [first, first + n)
     // K3 attention residuals (context_kimi.cpp): x replaced per token by the softmax mix of the
     // banked checkpoints and x itself, scored with w.
     void attn_res_mix(const float* x, const float* w, int64_t n, float* out);
@@ -133,14 +161,14 @@ private:
     LatentCache latent_;  // mla
     KdaState kda_;        // recurrent (KDA) layers
     std::vector<int64_t> mla_slot_, kda_slot_;  // stage layer -> its slot in latent_ / kda_ (-1: none)
-    int64_t n_bank_ = 0;
+    int64_t n_bank_ = 0;  // attention residuals: checkpoints banked so far in this micro-batch
     int64_t kda_chunk_ = 0;
     float last_margin_ = INFINITY;
-    std::string lost_;  // attention residuals: checkpoints banked so far in this micro-batch
+    std::vector<std::string> lost_;  // per slot: why it is lost ("" when usable)
     MemoryPlan plan_;
     int64_t n_ctx_ = 0;
     int64_t n_batch_ = 0;
-    int64_t n_past_ = 0;
+    std::vector<int64_t> n_past_;  // per slot
     std::unique_ptr<Scratch> s_;
 };
 

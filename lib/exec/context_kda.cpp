@@ -69,14 +69,18 @@ void Context::attention_kda(int64_t li, int64_t n) {
         backend_->matmul(L.g_a, xn, n, s.klow.data());
         backend_->matmul(L.g_b, s.klow.data(), n, s.kgate.data());
     }
-    causal_conv_silu(s.kq.data(), n, D, L.conv_q.data(), K, kda_.conv(slot, 0));
-    causal_conv_silu(s.kk.data(), n, D, L.conv_k.data(), K, kda_.conv(slot, 1));
-    causal_conv_silu(s.kv.data(), n, D, L.conv_v.data(), K, kda_.conv(slot, 2));
-    kda_heads(li, n);
+    // The convolution and the recurrence run each sequence slot's tokens with its own state.
+    for (const SeqRun& r : s.runs) {
+        const int64_t off = r.first * D;
+        causal_conv_silu(s.kq.data() + off, r.n, D, L.conv_q.data(), K, kda_.conv(r.seq, slot, 0));
+        causal_conv_silu(s.kk.data() + off, r.n, D, L.conv_k.data(), K, kda_.conv(r.seq, slot, 1));
+        causal_conv_silu(s.kv.data() + off, r.n, D, L.conv_v.data(), K, kda_.conv(r.seq, slot, 2));
+        kda_heads(li, r.seq, r.first, r.n);
+    }
     backend_->matmul(L.wo, s.attn.data(), n, s.proj.data());
 }
 
-void Context::kda_heads(int64_t li, int64_t n) {
+void Context::kda_heads(int64_t li, int32_t seq, int64_t first, int64_t n) {
     const model::LayerWeights& L = w_.layers[size_t(li)];
     const model::KdaParams& k = hp_.kda;
     const int64_t H = hp_.n_head, dk = k.head_dim, D = hp_.kda_width();
@@ -92,7 +96,7 @@ void Context::kda_heads(int64_t li, int64_t n) {
         for (int64_t h = begin; h < end; ++h) {
             const float a = L.ssm_a[size_t(h)];  // -exp(A_log)
             for (int64_t t = 0; t < n; ++t) {
-                const size_t src = size_t(t * D + h * dk), dst = size_t(t * dk);
+                const size_t src = size_t((first + t) * D + h * dk), dst = size_t(t * dk);
                 std::copy(s.kq.begin() + src, s.kq.begin() + src + dk, q.begin() + dst);
                 std::copy(s.kk.begin() + src, s.kk.begin() + src + dk, kk.begin() + dst);
                 std::copy(s.kv.begin() + src, s.kv.begin() + src + dk, v.begin() + dst);
@@ -103,9 +107,9 @@ void Context::kda_heads(int64_t li, int64_t n) {
                     const float zi = s.kz[src + size_t(i)] + L.dt_bias[size_t(h * dk + i)];
                     g[dst + size_t(i)] = k.lower_bound_gate ? float(k.gate_lower_bound) * sigmoid(-a * zi) : a * softplus(zi);
                 }
-                beta[size_t(t)] = sigmoid(s.kbeta[size_t(t * H + h)]);
+                beta[size_t(t)] = sigmoid(s.kbeta[size_t((first + t) * H + h)]);
             }
-            float* S = kda_.state(slot, h);
+            float* S = kda_.state(seq, slot, h);
             if (chunked) {
                 for (int64_t c0 = 0; c0 < n; c0 += kda_chunk_) {
                     const int64_t m = std::min(kda_chunk_, n - c0);
@@ -121,9 +125,9 @@ void Context::kda_heads(int64_t li, int64_t n) {
                 }
             }
             for (int64_t t = 0; t < n; ++t) {  // the per-head norm and the sigmoid gate
-                float* y = s.attn.data() + t * D + h * dk;
+                float* y = s.attn.data() + (first + t) * D + h * dk;
                 rms_norm(o.data() + t * dk, L.ssm_norm.data(), dk, eps, y);
-                const float* gate = s.kgate.data() + t * D + h * dk;
+                const float* gate = s.kgate.data() + (first + t) * D + h * dk;
                 for (int64_t j = 0; j < dk; ++j) y[j] *= sigmoid(gate[j]);
             }
         }

@@ -41,7 +41,7 @@ void Context::attention_mla(int64_t li, int64_t n) {
             s.rope->apply(row + C, c, sn);
             for (int64_t h = 0; h < H; ++h) s.rope->apply(s.q.data() + t * H * Qw + h * Qw + nope, c, sn);
         }
-        latent_.store(mla_slot_[size_t(li)], n_past_ + t, row);
+        latent_.store(mla_slot_[size_t(li)], cache_row(s.tok_seq[size_t(t)], s.tok_pos[size_t(t)]), row);
     }
 
     // Queries into the latent space: q_abs[h] = k_b[h] q_nope[h] for every token, every head in
@@ -83,34 +83,37 @@ void Context::attention_scores_mla(int64_t li, int64_t n) {
     const model::MlaParams& m = hp_.mla;
     const int64_t H = hp_.n_head, C = m.kv_lora_rank, R = hp_.rope.n_rot, Qw = m.qk_nope + R, W = C + R;
     const float scale = float(m.kq_scale);
-    const int64_t n_past = n_past_;
     Scratch& s = *s_;
-    latent_.load(mla_slot_[size_t(li)], n_past + n, s.latent.data());  // every cached row once, shared by all heads
     const bool avx2 = quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::avx2;
     auto dot = [avx2](const float* a, const float* b, int64_t len) {
         return avx2 ? quant::dot_f32_avx2(a, b, len) : quant::dot_f32_scalar(a, b, len);
     };
-    backend_->parallel_for(n * H, [&](int64_t begin, int64_t end) {
-        std::vector<float> scores(static_cast<size_t>(n_past + n));
-        for (int64_t job = begin; job < end; ++job) {
-            const int64_t t = job / H, h = job % H;
-            const int64_t n_keys = n_past + t + 1;  // causal
-            const float* qa = s.q_abs.data() + (h * n + t) * C;
-            const float* qpe = s.q.data() + t * H * Qw + h * Qw + m.qk_nope;
-            for (int64_t p = 0; p < n_keys; ++p) {
-                const float* key = s.latent.data() + p * W;
-                scores[size_t(p)] = (dot(qa, key, C) + dot(qpe, key + C, R)) * scale;
+    // One slot's tokens at a time: its cached rows once, shared by all its heads.
+    for (const SeqRun& run : s.runs) {
+        const int64_t n_rows = run.pos + run.n;
+        latent_.load(mla_slot_[size_t(li)], cache_row(run.seq, 0), n_rows, s.latent.data());
+        backend_->parallel_for(run.n * H, [&](int64_t begin, int64_t end) {
+            std::vector<float> scores(static_cast<size_t>(n_rows));
+            for (int64_t job = begin; job < end; ++job) {
+                const int64_t t = run.first + job / H, h = job % H;
+                const int64_t n_keys = run.pos + (t - run.first) + 1;  // causal
+                const float* qa = s.q_abs.data() + (h * n + t) * C;
+                const float* qpe = s.q.data() + t * H * Qw + h * Qw + m.qk_nope;
+                for (int64_t p = 0; p < n_keys; ++p) {
+                    const float* key = s.latent.data() + p * W;
+                    scores[size_t(p)] = (dot(qa, key, C) + dot(qpe, key + C, R)) * scale;
+                }
+                softmax(scores.data(), n_keys);
+                float* o = s.o_lat.data() + (h * n + t) * C;
+                std::fill(o, o + C, 0.0f);
+                for (int64_t p = 0; p < n_keys; ++p) {
+                    const float a = scores[size_t(p)];
+                    const float* key = s.latent.data() + p * W;
+                    for (int64_t c = 0; c < C; ++c) o[c] += a * key[c];
+                }
             }
-            softmax(scores.data(), n_keys);
-            float* o = s.o_lat.data() + (h * n + t) * C;
-            std::fill(o, o + C, 0.0f);
-            for (int64_t p = 0; p < n_keys; ++p) {
-                const float a = scores[size_t(p)];
-                const float* key = s.latent.data() + p * W;
-                for (int64_t c = 0; c < C; ++c) o[c] += a * key[c];
-            }
-        }
-    });
+        });
+    }
 }
 
 }  // namespace strata::exec

@@ -15,8 +15,19 @@
 
 namespace strata::exec {
 
+// Consecutive tokens of one micro-batch that belong to one sequence slot, at positions pos..
+struct SeqRun {
+    int32_t seq = 0;
+    int64_t first = 0, n = 0;  // the micro-batch's tokens [first, first + n)
+    int64_t pos = 0;           // the first one's position in its slot
+};
+
 // Rows are tokens of one micro-batch (n_batch of them) unless said otherwise.
 struct Context::Scratch {
+    // The micro-batch's layout: its runs in token order, and each token's slot and position.
+    std::vector<SeqRun> runs;
+    std::vector<int32_t> tok_seq;     // [n]
+    std::vector<int64_t> tok_pos;     // [n]
     std::vector<float> x, xn, proj;   // [n, n_embd]: hidden state, normalized, block output
     std::vector<float> q;             // [n, n_q]
     std::vector<float> attn;          // [n, n_attn_out] attention output before attn_output

@@ -29,6 +29,10 @@ public:
         ctx_.reset();
         sampler_.reset();
     }
+    void truncate(int64_t n_past) override {
+        ctx_.truncate(n_past);  // checks the rule first
+        sampler_.reset();
+    }
     void decode(std::span<const int32_t> tokens, bool all_logits, std::vector<float>* logits) override {
         check_decode(tokens, ctx_.n_vocab(), ctx_.n_past(), ctx_.n_ctx());
         std::vector<float>& out = logits ? *logits : scratch_;

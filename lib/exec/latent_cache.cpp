@@ -34,10 +34,10 @@ void LatentCache::store(int64_t il, int64_t pos, const float* row) {
     else quant::quantize_row_q8_0(row, reinterpret_cast<quant::block_q8_0*>(dst), width());
 }
 
-void LatentCache::load(int64_t il, int64_t n, float* out) const {
+void LatentCache::load(int64_t il, int64_t first, int64_t n, float* out) const {
     const int64_t w = width();
     for (int64_t p = 0; p < n; ++p) {
-        const uint8_t* src = at(il, p);
+        const uint8_t* src = at(il, first + p);
         if (type_ == KvType::f16) quant::f16_to_f32_row(reinterpret_cast<const uint16_t*>(src), out + p * w, w);
         else quant::dequantize_row_q8_0(reinterpret_cast<const quant::block_q8_0*>(src), out + p * w, w);
     }

@@ -25,7 +25,10 @@ public:
     // Stores kv_lora + n_rot floats (latent, then rope key) at position pos of layer il.
     void store(int64_t il, int64_t pos, const float* row);
     // Reads positions [0, n) of layer il as float32 rows of width() values.
-    void load(int64_t il, int64_t n, float* out) const;
+    void load(int64_t il, int64_t n, float* out) const { load(il, 0, n, out); }
+    // Reads positions [first, first + n) (a Context with several sequences keeps each one's
+    // positions at its own offset).
+    void load(int64_t il, int64_t first, int64_t n, float* out) const;
 
 private:
     const uint8_t* at(int64_t il, int64_t pos) const {

@@ -28,9 +28,12 @@ std::string MemoryPlan::describe() const {
     std::ostringstream s;
     s << (on_device ? "device memory plan: weights " : "memory plan: weights ") << mib(weight_bytes)
       << (on_device ? " (uploaded)" : " (mapped)") << " + KV cache " << mib(kv_bytes)
-      << " (configured context " << n_ctx << "; " << kv_bytes_per_position << " B/token; at " << kLongContextTokens
+      << " (" << (n_seq > 1 ? std::to_string(n_seq) + " sequences, " : std::string()) << "configured context "
+      << n_ctx << (n_seq > 1 ? " each" : "") << "; " << kv_bytes_per_position << " B/token; at " << kLongContextTokens
       << " tokens: " << gib(kv_bytes_per_position * uint64_t(kLongContextTokens)) << ")";
-    if (state_bytes > 0) s << " + recurrent state " << mib(state_bytes) << " (fixed, any context)";
+    if (state_bytes > 0)
+        s << " + recurrent state " << mib(state_bytes) << " (fixed, any context" << (n_seq > 1 ? ", every sequence" : "")
+          << ")";
     s << " + scratch "
       << mib(scratch_bytes) << " = " << mib(total_bytes)
       << "; budget " << mib(budget_bytes) << (on_device ? " of device memory" : "") << (fits() ? " (fits)" : " (exceeds the budget)")
@@ -55,16 +58,18 @@ uint64_t available_memory_bytes() {
 MemoryPlan make_plan(const PlanInputs& in) {
     MemoryPlan p;
     p.weight_bytes = in.weight_bytes;
-    p.kv_bytes = in.kv_bytes_per_position * uint64_t(in.n_ctx);
+    const uint64_t n_seq = uint64_t(in.n_seq > 0 ? in.n_seq : 1);
+    p.kv_bytes = in.kv_bytes_per_position * uint64_t(in.n_ctx) * n_seq;
     p.kv_bytes_per_position = in.kv_bytes_per_position;
-    p.state_bytes = in.state_bytes;
+    p.state_bytes = in.state_bytes * n_seq;
     p.scratch_bytes = in.scratch_fixed_bytes + in.scratch_bytes_per_position * uint64_t(in.n_ctx);
     p.total_bytes = p.weight_bytes + p.kv_bytes + p.state_bytes + p.scratch_bytes;
     p.budget_bytes = in.budget_bytes ? in.budget_bytes : available_memory_bytes();
     p.n_ctx = in.n_ctx;
+    p.n_seq = int64_t(n_seq);
     p.n_ctx_train = in.n_ctx_train;
-    const uint64_t fixed = in.weight_bytes + in.state_bytes + in.scratch_fixed_bytes;
-    const uint64_t per_pos = in.kv_bytes_per_position + in.scratch_bytes_per_position;
+    const uint64_t fixed = in.weight_bytes + p.state_bytes + in.scratch_fixed_bytes;
+    const uint64_t per_pos = in.kv_bytes_per_position * n_seq + in.scratch_bytes_per_position;
     if (p.budget_bytes > fixed && per_pos > 0) {
         const uint64_t n = (p.budget_bytes - fixed) / per_pos;
         p.max_ctx_that_fits = n > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(n);

@@ -7,6 +7,10 @@
 
 namespace strata::exec {
 
+void Sequence::truncate(int64_t) {
+    fail(Status::unsupported, "this sequence cannot drop positions (a pipeline's): reset it instead");
+}
+
 void check_decode(std::span<const int32_t> tokens, int64_t n_vocab, int64_t n_past, int64_t n_ctx) {
     if (tokens.empty()) fail(Status::invalid_argument, "n_tokens must be at least 1");
     for (size_t i = 0; i < tokens.size(); ++i)

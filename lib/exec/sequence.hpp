@@ -24,6 +24,9 @@ public:
     virtual const sample::SamplerParams& sampling() const = 0;
     virtual void set_sampling(const sample::SamplerParams& params) = 0;  // history cleared, reseeded
     virtual void reset() = 0;  // empty cache, history cleared, reseeded
+    // Keeps positions [0, n_past) (check_truncate's rule), history cleared, reseeded. Sequences
+    // that cannot drop positions throw Error(unsupported).
+    virtual void truncate(int64_t n_past);
 
     // Runs tokens at n_past (checked first: ids, room; nothing runs on error). With `logits`,
     // fills it with the last token's row (n_vocab) or every token's (all_logits); without,

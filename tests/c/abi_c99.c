@@ -78,6 +78,36 @@ static void test_session_device(strata_model* model) {
     CHECK(strlen(strata_last_error()) > 0);
 }
 
+/* strata_session_params.n_seq, appended after device, and the many-sequence calls: argument
+ * checks only (the fixture model runs nowhere; tests/cpp and tests/python run them). */
+static void test_session_n_seq(strata_model* model) {
+    strata_session_params params;
+    strata_session* session = NULL;
+    strata_seq_tokens entry;
+    int32_t n = 0, token = 0;
+    int64_t past = 0;
+    const float* logits = NULL;
+    strata_session_default_params(&params);
+    CHECK(params.n_seq == 1 && offsetof(strata_session_params, n_seq) == 36);
+    params.n_seq = -2;
+    CHECK(strata_session_create(model, &params, &session) == STRATA_ERR_INVALID_ARGUMENT && session == NULL);
+    CHECK(strstr(strata_last_error(), "n_seq") != NULL);
+    params.n_seq = 2;
+    params.device = STRATA_DEVICE_CUDA;
+    CHECK(strata_session_create(model, &params, &session) == STRATA_ERR_UNSUPPORTED && session == NULL);
+    entry.seq = 0;
+    entry.tokens = &token;
+    entry.n_tokens = 1;
+    CHECK(strata_session_decode_batch(NULL, &entry, 1) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strata_session_n_seq(NULL, &n) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strata_session_seq_logits(NULL, 0, &logits) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strata_session_seq_n_past(NULL, 0, &past) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strata_session_seq_reset(NULL, 0) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strata_session_seq_truncate(NULL, 0, 0) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strata_session_seq_set_sampling(NULL, 0, NULL) == STRATA_ERR_INVALID_ARGUMENT);
+    CHECK(strata_session_seq_sample_top(NULL, 0, &token, 0, NULL, NULL) == STRATA_ERR_INVALID_ARGUMENT);
+}
+
 /* strata_plan_params.device, appended after the first release: the fixture's architecture has
  * no plan, so a query that gets past the parameters is UNSUPPORTED. */
 static void test_plan_device(strata_model* model) {
@@ -172,6 +202,7 @@ static void test_reading_the_fixture_model(void) {
     CHECK(strata_model_shard_count(model, &n) == STRATA_OK && n == 1);
     CHECK(strata_model_identity(model, hex) == STRATA_OK && strlen(hex) == 64);
     test_session_device(model);
+    test_session_n_seq(model);
     test_plan_device(model);
     test_worker_device(model);
     strata_model_free(model);

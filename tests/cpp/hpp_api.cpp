@@ -113,6 +113,29 @@ int main() {
         strata::session s(m, sp);
         EXPECT(s.n_ctx() == 64 && s.n_past() == 0);
         {
+            // Several sequences in one session: a batched step gives each its lone logits.
+            strata::session_params bp = sp;
+            bp.n_seq = 2;
+            strata::session b(m, bp);
+            EXPECT(b.n_seq() == 2 && s.n_seq() == 1);
+            b.decode_batch({{1, ids}, {0, {ids[0]}}});
+            strata::session lone(m, sp);
+            lone.decode(ids);
+            EXPECT(b.seq_logits(1) == lone.logits());
+            EXPECT(b.seq_n_past(1) == int64_t(ids.size()) && b.seq_n_past(0) == 1);
+            strata::sampling_params greedy1;
+            greedy1.temperature = 0.0f;
+            b.seq_set_sampling(1, greedy1);
+            std::vector<std::pair<int32_t, float>> top;
+            const int32_t next = b.seq_sample_top(1, 3, top);
+            EXPECT(top.size() == 3 && top[0].first == next);
+            b.seq_truncate(1, 1);
+            b.seq_reset(0);
+            EXPECT(b.seq_n_past(1) == 1 && b.seq_n_past(0) == 0);
+            EXPECT(status_of([&] { b.decode_batch({{2, {1}}}); }) == STRATA_ERR_INVALID_ARGUMENT);
+            EXPECT(status_of([&] { b.decode_batch({{0, {1}}, {0, {2}}}); }) == STRATA_ERR_INVALID_ARGUMENT);
+        }
+        {
             // CUDA: a session where the library has the backend and a GPU (this model's head
             // dimension of 16 is not one the GPU attention takes: refused either way here).
             strata::session_params gpu = sp;

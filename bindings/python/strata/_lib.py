@@ -84,6 +84,7 @@ class SessionParams(ctypes.Structure):
         ("kv_type", ctypes.c_int32),
         ("memory_budget", ctypes.c_uint64),
         ("device", ctypes.c_int32),  # appended: strata_device
+        ("n_seq", ctypes.c_int32),  # appended after device: sequence slots
     ]
 
 
@@ -320,6 +321,30 @@ CHAT_PROTOTYPES = {
     "strata_chat_builtin_formats": (ctypes.c_char_p, []),
 }
 OPTIONAL_PROTOTYPES.update(CHAT_PROTOTYPES)
+
+
+class SeqTokensC(ctypes.Structure):
+    """strata_seq_tokens: one entry of strata_session_decode_batch."""
+    _fields_ = [
+        ("seq", ctypes.c_int32),
+        ("tokens", ctypes.c_void_p),
+        ("n_tokens", ctypes.c_size_t),
+    ]
+
+
+# Many sequences in one session (continuous batching): appended functions.
+BATCH_PROTOTYPES = {
+    "strata_session_n_seq": (c_status, [_vp, _i32_p]),
+    "strata_session_decode_batch": (c_status, [_vp, ctypes.POINTER(SeqTokensC), ctypes.c_size_t]),
+    "strata_session_seq_logits": (c_status, [_vp, ctypes.c_int32, c_voidp_p]),
+    "strata_session_seq_n_past": (c_status, [_vp, ctypes.c_int32, c_i64_p]),
+    "strata_session_seq_reset": (c_status, [_vp, ctypes.c_int32]),
+    "strata_session_seq_truncate": (c_status, [_vp, ctypes.c_int32, ctypes.c_int64]),
+    "strata_session_seq_set_sampling": (c_status, [_vp, ctypes.c_int32, ctypes.POINTER(SamplingParams)]),
+    "strata_session_seq_sample_top": (c_status, [_vp, ctypes.c_int32, _i32_p, ctypes.c_size_t, _i32_p,
+                                                 ctypes.POINTER(ctypes.c_float)]),
+}
+OPTIONAL_PROTOTYPES.update(BATCH_PROTOTYPES)
 
 _LIB_NAME = "libstrata.so"
 

@@ -1,4 +1,4 @@
-"""strata.Session: one sequence running on a Model (KV cache and sampler), CPU backend."""
+"""strata.Session: sequences running on a Model (KV cache and sampler each), CPU backend."""
 from __future__ import annotations
 
 import codecs
@@ -66,6 +66,33 @@ def _buffer_text(call: Callable[[Any, int, Any], int]) -> str:
     raise StrataError(8, "the library kept asking for a larger buffer")
 
 
+def _sampling_struct(settings: dict[str, Any], current: dict[str, Any]) -> "_lib.SamplingParams":
+    """strata_sampling_params from ``settings``; settings not given take ``current``'s values,
+    else the library's defaults. Unknown names raise TypeError, bad integers TypeError or
+    OverflowError."""
+    unknown = set(settings) - set(SAMPLING_SETTINGS)
+    if unknown:
+        raise TypeError(f"unknown sampling setting(s): {', '.join(sorted(unknown))}")
+    p = _lib.SamplingParams()
+    _lib.fn("strata_sampling_default_params")(ctypes.byref(p))
+    p.struct_size = ctypes.sizeof(_lib.SamplingParams)
+    for k in SAMPLING_SETTINGS:
+        v = settings.get(k, current.get(k))
+        if v is None:
+            continue
+        if k in _INT_SETTINGS:
+            if isinstance(v, (float, np.floating)) and not float(v).is_integer():
+                raise TypeError(f"{k} must be an integer, not {v!r}")
+            iv = int(v)
+            lo, hi = (0, (1 << 64) - 1) if k == "seed" else (-(1 << 31), (1 << 31) - 1)
+            if not lo <= iv <= hi:
+                raise OverflowError(f"{k}={iv} is out of range")
+            setattr(p, k, iv)
+        else:
+            setattr(p, k, float(v))
+    return p
+
+
 class Session(OwnedHandle):
     """One sequence on a model: KV cache for ``n_ctx`` tokens, a sampler, and generation.
 
@@ -78,6 +105,11 @@ class Session(OwnedHandle):
     saying why when the library has no CUDA backend or no usable GPU. Sampling keywords: see
     set_sampling().
 
+    ``n_seq`` > 1 (CPU only) holds that many independent sequences, numbered 0..n_seq-1, each
+    with its own KV cache of ``n_ctx`` tokens and its own sampler; the plain calls address
+    sequence 0, the ``seq_*`` calls any of them, and decode_batch() runs the next tokens of several
+    in one forward step (each sequence's logits exactly those it would get decoded alone).
+
     The session holds a reference to its model, so the model stays alive while the session
     does; closing the model closes its sessions first.
     """
@@ -85,7 +117,7 @@ class Session(OwnedHandle):
     _FREE = "strata_session_free"
 
     def __init__(self, model: Model, n_ctx: int = 0, n_threads: int = 0, kv_type: Union[str, int] = "f16",
-                 memory_budget: int = 0, device: Union[str, int] = "cpu", **sampling: Any):
+                 memory_budget: int = 0, device: Union[str, int] = "cpu", n_seq: int = 1, **sampling: Any):
         self._h: Optional[int] = None
         unknown = set(sampling) - set(SAMPLING_SETTINGS)
         if unknown:
@@ -99,6 +131,7 @@ class Session(OwnedHandle):
         params.kv_type = _kv_type_id(kv_type)
         params.memory_budget = int(memory_budget)
         params.device = _device_id(device)
+        params.n_seq = int(n_seq)
         h = ctypes.c_void_p()
         check(_lib.fn("strata_session_create")(model._handle(), ctypes.byref(params), ctypes.byref(h)))
         self._h = h.value
@@ -216,24 +249,7 @@ class Session(OwnedHandle):
         unknown = set(settings) - set(SAMPLING_SETTINGS)
         if unknown:
             raise TypeError(f"unknown sampling setting(s): {', '.join(sorted(unknown))}")
-        current = self.sampling_params()
-        p = _lib.SamplingParams()
-        _lib.fn("strata_sampling_default_params")(ctypes.byref(p))
-        p.struct_size = ctypes.sizeof(_lib.SamplingParams)
-        for k in SAMPLING_SETTINGS:
-            v = settings.get(k, current.get(k))
-            if v is None:
-                continue
-            if k in _INT_SETTINGS:
-                if isinstance(v, (float, np.floating)) and not float(v).is_integer():
-                    raise TypeError(f"{k} must be an integer, not {v!r}")
-                iv = int(v)
-                lo, hi = (0, (1 << 64) - 1) if k == "seed" else (-(1 << 31), (1 << 31) - 1)
-                if not lo <= iv <= hi:
-                    raise OverflowError(f"{k}={iv} is out of range")
-                setattr(p, k, iv)
-            else:
-                setattr(p, k, float(v))
+        p = _sampling_struct(settings, self.sampling_params())
         check(_lib.fn("strata_session_set_sampling")(self._handle(), ctypes.byref(p)))
 
     def sampling_params(self) -> dict[str, Any]:
@@ -281,6 +297,72 @@ class Session(OwnedHandle):
         toks = (ctypes.c_int32 * max(1, n))()
         lps = (ctypes.c_float * max(1, n))()
         check(_lib.fn("strata_session_sample_top")(self._handle(), ctypes.byref(tok), n, toks, lps))
+        return tok.value, [(int(toks[i]), float(lps[i])) for i in range(n)]
+
+    # --- several sequences (n_seq) ------------------------------------------------------------
+    @property
+    def n_seq(self) -> int:
+        """How many sequences the session holds (1 unless created with n_seq)."""
+        v = ctypes.c_int32()
+        check(_lib.fn("strata_session_n_seq")(self._handle(), ctypes.byref(v)))
+        return v.value
+
+    def decode_batch(self, entries: Iterable[tuple[int, Iterable[int]]]) -> None:
+        """Run the next tokens of several sequences in one forward step: ``entries`` is
+        ``[(seq, tokens), ...]``, each sequence at most once, each at its own n_past (one-token
+        steps and prefill chunks may be mixed). Every entry is checked before anything runs:
+        StrataError INVALID_ARGUMENT or CONTEXT_OVERFLOW naming the entry, nothing run in any
+        sequence. Each sequence keeps its last token's logits (seq_logits)."""
+        arrays = [(int(seq), _token_array(tokens)) for seq, tokens in entries]
+        c = (_lib.SeqTokensC * max(1, len(arrays)))()
+        for i, (seq, ids) in enumerate(arrays):
+            c[i].seq = seq
+            c[i].tokens = ids.ctypes.data if ids.size else None
+            c[i].n_tokens = ids.size
+        check(_lib.fn("strata_session_decode_batch")(self._handle(), c, len(arrays)))
+
+    def seq_logits(self, seq: int) -> np.ndarray:
+        """A float32 copy (n_vocab,) of the last-token logits of sequence ``seq``'s last decode_batch."""
+        p = ctypes.c_void_p()
+        check(_lib.fn("strata_session_seq_logits")(self._handle(), int(seq), ctypes.byref(p)))
+        n_vocab = self.n_vocab
+        view = np.ctypeslib.as_array(ctypes.cast(p.value, ctypes.POINTER(ctypes.c_float)), shape=(n_vocab,))
+        return view.copy()
+
+    def seq_n_past(self, seq: int) -> int:
+        """Tokens in sequence ``seq``'s KV cache."""
+        v = ctypes.c_int64()
+        check(_lib.fn("strata_session_seq_n_past")(self._handle(), int(seq), ctypes.byref(v)))
+        return v.value
+
+    def seq_reset(self, seq: int) -> None:
+        """Empty sequence ``seq``'s cache; clear its sampler history and re-seed it."""
+        check(_lib.fn("strata_session_seq_reset")(self._handle(), int(seq)))
+
+    def seq_truncate(self, seq: int, n_past: int) -> None:
+        """Keep sequence ``seq``'s first ``n_past`` positions (a shared prompt prefix decodes only
+        the rest); its sampler history is cleared. A model with recurrent (KDA) layers only
+        restarts (0) or keeps everything: StrataError UNSUPPORTED otherwise."""
+        check(_lib.fn("strata_session_seq_truncate")(self._handle(), int(seq), int(n_past)))
+
+    def seq_set_sampling(self, seq: int, **settings: Any) -> None:
+        """Replace sequence ``seq``'s sampler (history cleared, RNG seeded). Settings not given take
+        the library's defaults (default_sampling()); names and checks as set_sampling()."""
+        p = _sampling_struct(settings, {})
+        check(_lib.fn("strata_session_seq_set_sampling")(self._handle(), int(seq), ctypes.byref(p)))
+
+    def seq_sample(self, seq: int, n_top: int = 0) -> Union[int, tuple[int, list[tuple[int, float]]]]:
+        """Sample sequence ``seq``'s next token from its last decode's logits. With ``n_top`` > 0
+        (at most 64): (token, [(token, logprob), ...]) as sample_top() gives them."""
+        n = int(n_top)
+        if n < 0:
+            raise ValueError(f"n_top must be non-negative, got {n}")
+        tok = ctypes.c_int32()
+        toks = (ctypes.c_int32 * max(1, n))()
+        lps = (ctypes.c_float * max(1, n))()
+        check(_lib.fn("strata_session_seq_sample_top")(self._handle(), int(seq), ctypes.byref(tok), n, toks, lps))
+        if n == 0:
+            return tok.value
         return tok.value, [(int(toks[i]), float(lps[i])) for i in range(n)]
 
     # --- generation ---------------------------------------------------------------------------
