@@ -1,0 +1,25 @@
+// engine.cpp: helpers both engines use.
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace server {
+
+float token_logprob(const float* logits, int32_t n_vocab, int32_t token) {
+    if (!logits || token < 0 || token >= n_vocab) return -INFINITY;
+    const float top = *std::max_element(logits, logits + n_vocab);
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(double(logits[i] - top));
+    return float(double(logits[token] - top) - std::log(sum));
+}
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    const size_t n = std::min(a.size(), b.size());
+    size_t i = 0;
+    while (i < n && a[i] == b[i]) ++i;
+    return i;
+}
+
+}  // namespace server
