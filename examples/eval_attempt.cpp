@@ -9,35 +9,54 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// The completion the tests see: the output up to the first stop string (the token that completed
-// a stop string is emitted with it, and may carry text beyond it).
+}  // namespace
+
 std::string cut_at_stop(const std::string& output, const std::vector<std::string>& stops) {
     size_t cut = output.size();
     for (const auto& s : stops) cut = std::min(cut, output.find(s));
     return output.substr(0, cut);
 }
 
-}  // namespace
+json blank_attempt(const AttemptPlan& plan) {
+    const Sampling& c = plan.sampling;
+    return {{"round", plan.round},
+            {"sampling",
+             {{"temperature", c.temperature},
+              {"top_p", c.top_p},
+              {"top_k", c.top_k},
+              {"seed", c.seed},
+              {"max_tokens", c.max_tokens}}},
+            {"timeout_s", plan.timeout_s},
+            {"verdict", "error"},
+            {"raw_output", ""},
+            {"extracted_answer", ""},
+            {"error", ""},
+            {"prompt_tokens", 0},
+            {"output_tokens", 0},
+            {"wall_s", 0.0},
+            {"sandbox", nullptr}};
+}
+
+void judge(const Task& task, const std::string& text, const SandboxLimits& sandbox, json& a) {
+    if (task.kind == "math") {
+        const std::string got = extract_math_answer(text);
+        a["extracted_answer"] = got;
+        const bool ok = !got.empty() && got == normalize_number(task.answer);
+        a["verdict"] = ok ? "pass" : "fail";
+        a["error"] = ok ? "" : got.empty() ? "no number in the output" : "expected " + task.answer;
+        return;
+    }
+    a["extracted_answer"] = text;
+    const CodeVerdict v = run_code_task(task, text, sandbox);
+    a["sandbox"] = json::parse(v.sandbox_json);
+    a["verdict"] = v.passed ? "pass" : "fail";
+    a["error"] = v.error;
+}
 
 json run_attempt(strata::model& m, strata::session& s, const Task& task, const AttemptPlan& plan,
                  const SandboxLimits& sandbox, strata::reports::memory_sampler* sampler) {
     const Sampling& c = plan.sampling;
-    json a = {{"round", plan.round},
-              {"sampling",
-               {{"temperature", c.temperature},
-                {"top_p", c.top_p},
-                {"top_k", c.top_k},
-                {"seed", c.seed},
-                {"max_tokens", c.max_tokens}}},
-              {"timeout_s", plan.timeout_s},
-              {"verdict", "error"},
-              {"raw_output", ""},
-              {"extracted_answer", ""},
-              {"error", ""},
-              {"prompt_tokens", 0},
-              {"output_tokens", 0},
-              {"wall_s", 0.0},
-              {"sandbox", nullptr}};
+    json a = blank_attempt(plan);
     std::string output;
     bool timed_out = false;
     strata_generate_result r{};
@@ -89,20 +108,7 @@ json run_attempt(strata::model& m, strata::session& s, const Task& task, const A
                          : "the context filled before the output ended";
         return a;
     }
-    if (task.kind == "math") {
-        const std::string got = extract_math_answer(output);
-        a["extracted_answer"] = got;
-        const bool ok = !got.empty() && got == normalize_number(task.answer);
-        a["verdict"] = ok ? "pass" : "fail";
-        if (!ok) a["error"] = got.empty() ? "no number in the output" : "expected " + task.answer;
-        return a;
-    }
-    const std::string completion = cut_at_stop(output, task.stop);
-    a["extracted_answer"] = completion;
-    const CodeVerdict v = run_code_task(task, completion, sandbox);
-    a["sandbox"] = json::parse(v.sandbox_json);
-    a["verdict"] = v.passed ? "pass" : "fail";
-    a["error"] = v.error;
+    judge(task, task.kind == "math" ? output : cut_at_stop(output, task.stop), sandbox, a);
     return a;
 }
 

@@ -53,7 +53,19 @@ std::optional<int64_t> count_field(const json& t, const char* key, int64_t lo, i
     return it->get<int64_t>();
 }
 
-Task parse_task(const std::string& line) {
+// GSM8K's answer field: the reasoning, then a last line "#### N"; N without its commas.
+std::string gsm8k_answer(const std::string& answer) {
+    const size_t mark = answer.rfind("####");
+    if (mark == std::string::npos || answer.find('\n', mark) != std::string::npos)
+        throw LineError("\"answer\" must end with a line \"#### N\" (GSM8K)");
+    std::string n;
+    for (char c : answer.substr(mark + 4))
+        if (c != ',' && c != ' ' && c != '\t' && c != '\r') n.push_back(c);
+    if (n.empty()) throw LineError("\"answer\" ends with \"####\" and no number (GSM8K)");
+    return n;
+}
+
+Task parse_task(const std::string& line, const std::string& default_id) {
     json t;
     try {
         t = json::parse(line);
@@ -62,17 +74,27 @@ Task parse_task(const std::string& line) {
     }
     if (!t.is_object()) throw LineError("expected a JSON object");
     Task task;
+    const bool gsm8k = t.contains("question") && !t.contains("prompt");
     task.id = t.contains("id") ? text_field(t, "id", true) : text_field(t, "task_id", false);
+    if (task.id.empty() && gsm8k) task.id = default_id;
     if (task.id.empty()) throw LineError("missing \"id\" (or HumanEval's \"task_id\")");
     task.kind = text_field(t, "kind", false);
     if (task.kind.empty()) task.kind = t.contains("entry_point") && t.contains("test") ? "code" : "math";
-    task.prompt = text_field(t, "prompt", true);
+    if (gsm8k) {
+        if (task.kind != "math") throw LineError("a GSM8K line (\"question\") is a math task, not \"" + task.kind + "\"");
+        task.prompt = text_field(t, "question", true);
+        if (task.prompt.empty()) throw LineError("\"question\" is empty");
+        task.answer = gsm8k_answer(text_field(t, "answer", true));
+    } else {
+        task.prompt = text_field(t, "prompt", true);
+    }
     if (task.kind == "math") {
-        task.answer = text_field(t, "answer", true);
+        if (!gsm8k) task.answer = text_field(t, "answer", true);
         if (task.answer.empty()) throw LineError("\"answer\" is empty");
     } else if (task.kind == "code") {
         task.entry_point = text_field(t, "entry_point", true);
         task.test = text_field(t, "test", true);
+        text_field(t, "canonical_solution", false);  // checked for its type only
         if (task.entry_point.empty()) throw LineError("\"entry_point\" is empty");
         task.stop = kCodeStops;
     } else {
@@ -81,6 +103,7 @@ Task parse_task(const std::string& line) {
     if (auto it = t.find("stop"); it != t.end()) {
         if (!it->is_array()) throw LineError("\"stop\" must be an array of strings");
         task.stop.clear();
+        task.stop_from_suite = true;
         for (const json& s : *it) {
             if (!s.is_string() || s.get<std::string>().empty()) throw LineError("\"stop\" must hold non-empty strings");
             task.stop.push_back(s.get<std::string>());
@@ -120,7 +143,7 @@ std::vector<Task> load_suite(const std::string& path) {
                                      std::to_string(kMaxLineBytes) + " bytes");
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         try {
-            Task t = parse_task(line);
+            Task t = parse_task(line, path.substr(path.find_last_of('/') + 1) + ":" + std::to_string(line_no));
             if (!ids.insert(t.id).second) throw LineError("duplicate id \"" + t.id + "\"");
             tasks.push_back(std::move(t));
         } catch (const LineError& e) {

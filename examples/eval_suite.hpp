@@ -2,9 +2,13 @@
 // checked, errors name the line and the field).
 //
 //   math: {"id": "add-1", "kind": "math", "prompt": "...", "answer": "42"}
+//   GSM8K as published: {"question": "...", "answer": "...reasoning...\n#### 1,234"} (the prompt is the
+//          question, the expected answer N of the last line "#### N" without its commas, the id
+//          "FILE:LINE" unless the line has "id")
 //   code: HumanEval layout {"task_id": "Ex/0", "prompt": "def f(x):\n    \"\"\"...\"\"\"\n",
 //          "entry_point": "f", "test": "def check(candidate):\n    assert candidate(1) == 2\n"}
-//          ("kind": "code" is implied by entry_point + test; "canonical_solution" is ignored)
+//          ("kind": "code" is implied by entry_point + test; "canonical_solution", a string when
+//          present, is not used)
 //
 // Optional per task, overriding the command line: "temperature", "top_p", "top_k", "seed",
 // "max_tokens" (the sampling controls), "stop" (array of stop strings).
@@ -39,6 +43,7 @@ struct Task {
     std::string entry_point;  // code
     std::string test;         // code: defines check(candidate)
     std::vector<std::string> stop;
+    bool stop_from_suite = false;  // false: the kind's defaults (HumanEval's stops for code)
     TaskOverrides overrides;
 
     Sampling sampling(const Sampling& defaults) const;

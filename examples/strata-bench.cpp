@@ -8,6 +8,8 @@
 //                                                              decode tok/s against the streaming-read bound
 //   strata-bench kernels [-o REPORT.json] [--quick] ...              the CUDA kernels against ceilings
 //   strata-bench tokenize VOCAB.gguf --text FILE [--repeat N]        tokenization MB/s
+//   strata-bench server URL [--streams 1,2,4,8] [--tokens N] ...      an OpenAI-compatible server:
+//                                                              aggregate tok/s, TTFT and ITL per concurrency
 //   strata-bench help [SUBCOMMAND]
 //
 // Each subcommand is a function `int NAME_main(int argc, char** argv)` receiving its own name as
@@ -20,6 +22,7 @@
 int bench_pipeline_main(int argc, char** argv);
 int bench_kernels_main(int argc, char** argv);
 int bench_tokenize_main(int argc, char** argv);
+int bench_server_main(int argc, char** argv);
 int bench_decode_main(int argc, char** argv);  // strata-bench decode MODEL ... (bench_model.cpp)
 int run_model_bench(int argc, char** argv);  // strata-bench MODEL ... (bench_model.cpp)
 
@@ -44,6 +47,9 @@ constexpr Subcommand kSubcommands[] = {
     {"tokenize", bench_tokenize_main,
      "tokenization MB/s of one text file with a model's vocabulary (bench/tokenize_peer.sh: beside\n"
      "              llama.cpp's llama_tokenize on the same file)"},
+    {"server", bench_server_main,
+     "an OpenAI-compatible server (strata-server, llama-server): aggregate decode tok/s, time to\n"
+     "              first token and inter-token latency p50/p99 with 1, 2, 4, 8 concurrent streams"},
 };
 
 const Subcommand* find(const char* name) {
