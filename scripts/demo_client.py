@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The demo's client: asks a running strata-server one question through the real `openai` package
+(streamed, greedy), then prints the answer, the run's report (tokens, time to first token, decode
+rate, what the server says it serves) and the server's Prometheus metrics.
+Usage: demo_client.py BASE_URL QUESTION [--system TEXT] [--completion] [--max-tokens N] [--report-json OUT]"""
+import argparse
+import json
+import sys
+import time
+import urllib.request
+
+try:
+    import openai
+except ImportError:  # no registry: the same requests by hand (urllib), said so below
+    openai = None
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.read().decode("utf-8")
+
+
+def messages(a) -> list:
+    system = [{"role": "system", "content": a.system}] if a.system else []
+    return system + [{"role": "user", "content": a.question}]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("base_url")
+    ap.add_argument("question")
+    ap.add_argument("--completion", action="store_true", help="/v1/completions instead of chat")
+    ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--system", help="a system message before the question (chat)")
+    ap.add_argument("--report-json")
+    a = ap.parse_args()
+
+    base = a.base_url.rstrip("/")
+    if openai is None:
+        print("(the openai package is not installed: asking with urllib instead)")
+        return ask_raw(a, base)
+    client = openai.OpenAI(base_url=base + "/v1", api_key="none", timeout=600)
+    model = client.models.list().data[0].id
+    t0 = time.perf_counter()
+    first = None
+    stamps = []
+    text = []
+    usage = None
+    finish = None
+    if a.completion:
+        stream = client.completions.create(model=model, prompt=a.question, max_tokens=a.max_tokens, temperature=0,
+                                           stream=True, stream_options={"include_usage": True})
+    else:
+        stream = client.chat.completions.create(model=model, messages=messages(a),
+                                                max_tokens=a.max_tokens, temperature=0, stream=True,
+                                                stream_options={"include_usage": True})
+    print((f"system: {a.system}\n" if a.system else "") + f"Q: {a.question}\nA: ", end="", flush=True)
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        if not chunk.choices:
+            continue
+        c = chunk.choices[0]
+        piece = c.text if a.completion else (c.delta.content or "")
+        if piece:
+            now = time.perf_counter()
+            first = first if first is not None else now
+            stamps.append(now)
+            text.append(piece)
+            print(piece, end="", flush=True)
+        if c.finish_reason:
+            finish = c.finish_reason
+    t1 = time.perf_counter()
+    print()
+
+    return finish_report(a, base, model, t0, t1, first, stamps, text, finish,
+                         usage.model_dump() if usage is not None else None)
+
+
+def ask_raw(a, base: str) -> int:
+    model = json.loads(get(base + "/v1/models"))["data"][0]["id"]
+    body = {"model": model, "max_tokens": a.max_tokens, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True}}
+    if a.completion:
+        body["prompt"], path = a.question, "/v1/completions"
+    else:
+        body["messages"], path = messages(a), "/v1/chat/completions"
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    t0 = time.perf_counter()
+    first, stamps, text, usage, finish = None, [], [], None, None
+    print((f"system: {a.system}\n" if a.system else "") + f"Q: {a.question}\nA: ", end="", flush=True)
+    with urllib.request.urlopen(req, timeout=600) as r:
+        for raw in r:
+            line = raw.decode("utf-8").strip()
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            usage = chunk.get("usage") or usage
+            for c in chunk.get("choices", []):
+                piece = c.get("text") if a.completion else (c.get("delta") or {}).get("content")
+                if piece:
+                    now = time.perf_counter()
+                    first = first if first is not None else now
+                    stamps.append(now)
+                    text.append(piece)
+                    print(piece, end="", flush=True)
+                finish = c.get("finish_reason") or finish
+    print()
+    return finish_report(a, base, model, t0, time.perf_counter(), first, stamps, text, finish, usage)
+
+
+def finish_report(a, base, model, t0, t1, first, stamps, text, finish, usage) -> int:
+    gaps = sorted(b - a_ for a_, b in zip(stamps, stamps[1:]))
+    report = {
+        "question": a.question,
+        "answer": "".join(text),
+        "model": model,
+        "finish_reason": finish,
+        "usage": usage,
+        "time_to_first_token_s": (first - t0) if first is not None else None,
+        "wall_s": t1 - t0,
+        "decode_tokens_per_second": (len(gaps) / (stamps[-1] - stamps[0])) if len(stamps) > 1 else None,
+        "inter_token_p50_s": gaps[len(gaps) // 2] if gaps else None,
+        "server_models": json.loads(get(base + "/v1/models")),
+    }
+    print("\nthe run's report:")
+    u = report["usage"] or {}
+    print(f"  model {model}; finish_reason {finish}; usage {u.get('prompt_tokens')} prompt + "
+          f"{u.get('completion_tokens')} completion tokens")
+    if report["time_to_first_token_s"] is not None:
+        print(f"  time to first token {report['time_to_first_token_s'] * 1e3:.0f} ms; wall {report['wall_s']:.2f} s")
+    if report["decode_tokens_per_second"] is not None:
+        print(f"  decode {report['decode_tokens_per_second']:.1f} tok/s (streamed pieces as the client saw them); "
+              f"inter-token p50 {report['inter_token_p50_s'] * 1e3:.1f} ms")
+    if a.report_json:
+        with open(a.report_json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2)
+        print(f"  written to {a.report_json}")
+    print("\nthe server's metrics (GET /metrics):")
+    for line in get(base + "/metrics").splitlines():
+        if line and not line.startswith("#"):
+            print("  " + line)
+    return 0 if text else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
