@@ -133,6 +133,18 @@ def finish_report(a, base, model, t0, t1, first, stamps, text, finish, usage) ->
     if report["decode_tokens_per_second"] is not None:
         print(f"  decode {report['decode_tokens_per_second']:.1f} tok/s (streamed pieces as the client saw them); "
               f"inter-token p50 {report['inter_token_p50_s'] * 1e3:.1f} ms")
+    meta = (report["server_models"].get("data") or [{}])[0].get("meta", {})
+    plan = meta.get("pipeline_plan")
+    if plan:
+        print(f"  pipeline ({plan.get('planned_by', '?')}; {plan.get('n_layers', '?')} layers, wire {plan.get('wire_dtype')}, "
+              f"n_ctx {plan.get('n_ctx')} per slot, {meta.get('parallel')} slot(s)):")
+        for st in plan.get("stages", []):
+            mem = (st.get("memory") or {}).get("total_bytes")
+            where = st.get("address", "the server (head)")
+            print(f"    stage {st.get('stage')}: layers {st.get('layers')} on {where}"
+                  + (f", {mem / 2**20:.1f} MiB planned" if isinstance(mem, (int, float)) else ""))
+    elif meta:
+        print(f"  served {meta.get('backend')} with {meta.get('parallel')} slot(s) of {meta.get('n_ctx')} tokens")
     if a.report_json:
         with open(a.report_json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2)

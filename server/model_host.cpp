@@ -12,6 +12,28 @@
 namespace server {
 namespace {
 
+// The plan a pipeline executes, as JSON (strata_pipeline_plan_json).
+std::string pipeline_plan_json(strata_pipeline* pipeline) {
+    size_t needed = 0;
+    strata_pipeline_plan_json(pipeline, nullptr, 0, &needed);
+    std::string text(needed, '\0');
+    if (strata_pipeline_plan_json(pipeline, text.data(), text.size(), &needed) != STRATA_OK)
+        throw strata::error(STRATA_ERR_INTERNAL, std::string("the pipeline's plan: ") + strata_last_error());
+    text.resize(needed > 0 ? needed - 1 : 0);
+    return text;
+}
+
+// "0:2,2:3,3:4" from the plan's stages (the layers param of strata_pipeline_params).
+std::string executed_layers(const std::string& plan_json) {
+    std::string spec;
+    const nlohmann::json plan = nlohmann::json::parse(plan_json);  // kept: the loop reads into it
+    for (const auto& stage : plan.at("stages")) {
+        const auto& r = stage.at("layers");
+        spec += (spec.empty() ? "" : ",") + std::to_string(r.at(0).get<int>()) + ":" + std::to_string(r.at(1).get<int>());
+    }
+    return spec;
+}
+
 [[noreturn]] void fail_load(const std::string& what) {
     throw strata::error(strata_status(STRATA_ERR_INTERNAL), what + ": " + strata_last_error());
 }
@@ -53,12 +75,16 @@ void ModelHost::load(const Options& o, JobQueue& queue, Metrics& metrics) {
         };
         std::vector<const char*> workers;
         for (const auto& w : o.workers) workers.push_back(w.c_str());
+        // Every lane runs the same layer ranges: planned from free memory, a later lane would see
+        // the memory the earlier ones took and could cut the layers elsewhere, and then the same
+        // request would give other logits (the wire's f16 rounding falls elsewhere) by lane.
+        std::string layers = o.layers;
         for (int32_t i = 0; i < o.parallel; ++i) {
             strata_pipeline_params pp;
             strata_pipeline_default_params(&pp);
             pp.workers = workers.data();
             pp.n_workers = workers.size();
-            pp.layers = o.layers.empty() ? nullptr : o.layers.c_str();
+            pp.layers = layers.empty() ? nullptr : layers.c_str();
             pp.key_file = o.worker_key_file.empty() ? nullptr : o.worker_key_file.c_str();
             pp.n_ctx = o.n_ctx;
             pp.n_threads = o.n_threads;
@@ -75,6 +101,10 @@ void ModelHost::load(const Options& o, JobQueue& queue, Metrics& metrics) {
                 throw strata::error(STRATA_ERR_INTERNAL, "pipeline " + std::to_string(i) + " session: " + why);
             }
             lanes.push_back(lane);
+            if (i == 0) {
+                plan_json_ = pipeline_plan_json(lane.pipeline);
+                if (layers.empty()) layers = executed_layers(plan_json_);
+            }
         }
         strata_session_n_ctx(lanes[0].session, &n_ctx_);
         engine_ = std::make_unique<PipelineEngine>(std::move(lanes), queue, metrics, *this);
@@ -87,6 +117,7 @@ std::string ModelHost::settings_json() const {
     nlohmann::json s = {{"n_ctx", n_ctx_},       {"n_vocab", n_vocab_},
                         {"parallel", n_slots_},  {"backend", pipeline_ ? "pipeline" : "local"},
                         {"n_stages", n_stages_}, {"strata_version", strata_version()}};
+    if (!plan_json_.empty()) s["pipeline_plan"] = nlohmann::json::parse(plan_json_);  // every lane's
     return s.dump();
 }
 

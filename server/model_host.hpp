@@ -51,6 +51,7 @@ private:
     bool pipeline_ = false;
     int32_t n_stages_ = 1;
     std::string model_id_;
+    std::string plan_json_;  // a pipeline's executed plan (every lane's); empty when local
     std::atomic<bool> loaded_{false};
 };
 
