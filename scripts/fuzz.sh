@@ -3,8 +3,8 @@
 # bounded time: the GGUF reader (corpus seeded from every GGUF fixture: valid, broken, variants,
 # and one small file per tensor type, tests/fuzz/make_type_seeds.py)
 # for `seconds`, then the transport frame decoder (seeded with one valid frame per message type)
-# for $STRATA_FUZZ_FRAME_SECONDS (default 25), then the chat-template interpreter and the
-# pre-tokenizers for $STRATA_FUZZ_TEXT_SECONDS each (default 20).
+# for $STRATA_FUZZ_FRAME_SECONDS (default 25), then the chat-template interpreter, the
+# pre-tokenizers and strata-server's request parsers for $STRATA_FUZZ_TEXT_SECONDS each (default 20).
 # Usage: scripts/fuzz.sh [seconds=60] [extra libFuzzer flags...]. Exits non-zero on any crash.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -16,7 +16,7 @@ fixtures="${STRATA_FIXTURES:-$root/../shared/fixtures}/gguf"
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSTRATA_FUZZ=ON -DSTRATA_SANITIZE=ON -DSTRATA_CUDA=OFF -DSTRATA_BUILD_TESTS=OFF \
   -DSTRATA_BUILD_EXAMPLES=OFF -DSTRATA_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" --target fuzz_gguf_reader fuzz_frame_decoder frame_fuzz_seeds fuzz_chat_template fuzz_pretokenize
+cmake --build "$build" --target fuzz_gguf_reader fuzz_frame_decoder frame_fuzz_seeds fuzz_chat_template fuzz_pretokenize fuzz_openai_request
 frame_seconds="${STRATA_FUZZ_FRAME_SECONDS:-25}"
 
 corpus="$build/corpus/gguf"
@@ -65,4 +65,12 @@ if [ "$text_seconds" -gt 0 ]; then
   done
   run_fuzzer fuzz_chat_template "$chat_corpus" "$text_seconds" "$@"
   run_fuzzer fuzz_pretokenize "$text_corpus" "$text_seconds" "$@"
+  # strata-server's request bodies, seeded with a few valid and invalid ones.
+  request_corpus="$build/corpus/request"
+  mkdir -p "$request_corpus"
+  printf '%s' '{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":8,"stop":["x"],"logprobs":true,"top_logprobs":2}' >"$request_corpus/chat.json"
+  printf '%s' '{"prompt":["a"],"temperature":0.5,"top_p":0.9,"top_k":4,"min_p":0.1,"seed":3,"logprobs":2,"stream_options":{"include_usage":true}}' >"$request_corpus/completion.json"
+  printf '%s' '{"content":"hello","add_special":true,"tokens":[1,2,-3]}' >"$request_corpus/tokenize.json"
+  printf '%s' '{"max_tokens":1e99,"n":2,"stop":[1]}' >"$request_corpus/bad.json"
+  run_fuzzer fuzz_openai_request "$request_corpus" "$text_seconds" "$@"
 fi

@@ -22,4 +22,17 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
     return i;
 }
 
+strata_sampling_params sampling_of(const JobInput& in) {
+    strata_sampling_params p;
+    strata_sampling_default_params(&p);
+    p.temperature = in.sampling.temperature;
+    p.top_k = in.sampling.top_k;
+    p.top_p = in.sampling.top_p;
+    p.min_p = in.sampling.min_p;
+    p.repeat_penalty = in.sampling.repeat_penalty;
+    p.repeat_last_n = in.sampling.repeat_last_n;
+    p.seed = in.seed;
+    return p;
+}
+
 }  // namespace server

@@ -4,6 +4,9 @@
 // frees the slot when the job ends or is cancelled.
 #pragma once
 
+#include <strata/strata.h>
+
+#include "job.hpp"
 #include "metrics.hpp"
 
 namespace server {
@@ -20,6 +23,9 @@ public:
 
 // The log-probability of `token` under raw logits (log-softmax, temperature 1).
 float token_logprob(const float* logits, int32_t n_vocab, int32_t token);
+
+// The library's sampler settings for a request (seeded, as the request asks).
+strata_sampling_params sampling_of(const JobInput& in);
 
 // Tokens both sequences begin with.
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
