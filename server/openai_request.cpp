@@ -137,7 +137,7 @@ json parse_json_object(std::string_view body) {
     json value;
     try {
         value = json::parse(body.begin(), body.end());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for a number past a double
         throw ApiError(400, std::string("malformed JSON in the request body: ") + e.what(), "invalid_request_error", "",
                        "invalid_json");
     }

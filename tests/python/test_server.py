@@ -193,6 +193,7 @@ def assert_error(status, body, want_status, param=None):
 @pytest.mark.parametrize("path,body,param", [
     ("/v1/completions", b'{"prompt": "hi", ', None),
     ("/v1/completions", b'["not", "an", "object"]', None),
+    ("/v1/completions", b'{"prompt": "hi", "temperature": 2e444}', None),  # past a double (found by the fuzzer)
     ("/v1/completions", {"prompt": 42}, "prompt"),
     ("/v1/completions", {"prompt": ["a", "b"]}, "prompt"),
     ("/v1/completions", {"prompt": "hi", "temperature": "hot"}, "temperature"),
