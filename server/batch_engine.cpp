@@ -129,15 +129,24 @@ void BatchEngine::drop_cancelled() {
 void BatchEngine::step() {
     std::vector<strata_seq_tokens> entries;
     std::vector<int32_t> seqs;
-    for (int32_t s = 0; s < n_seq_; ++s) {
+    // Prompt tokens are shared out under one budget per step, so that the decoding slots' next
+    // token waits for at most prefill_chunk_ prompt tokens whatever the number of new requests.
+    // The slot after the last one served goes first, so every prompt advances in turn.
+    size_t budget = size_t(prefill_chunk_);
+    const int32_t first = prefill_turn_;
+    for (int32_t k = 0; k < n_seq_; ++k) {
+        const int32_t s = (first + k) % n_seq_;
         Slot& slot = slots_[size_t(s)];
         if (!slot.generation) continue;
         const auto& prompt = slot.generation->job().input.prompt;
         strata_seq_tokens e{};
         e.seq = s;
         if (slot.prompt_done < prompt.size()) {
+            if (budget == 0) continue;  // its prompt goes on next step
             e.tokens = prompt.data() + slot.prompt_done;
-            e.n_tokens = std::min(prompt.size() - slot.prompt_done, size_t(prefill_chunk_));
+            e.n_tokens = std::min(prompt.size() - slot.prompt_done, budget);
+            budget -= e.n_tokens;
+            prefill_turn_ = (s + 1) % n_seq_;
         } else {
             e.tokens = &slot.next_token;
             e.n_tokens = 1;

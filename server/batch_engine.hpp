@@ -18,8 +18,8 @@ namespace server {
 
 class BatchEngine : public Engine {
 public:
-    // Takes the session (n_seq slots); prefill_chunk caps the prompt tokens a slot runs per step
-    // so that the decode steps of the other slots are not held up by a long prompt.
+    // Takes the session (n_seq slots); prefill_chunk caps the prompt tokens of one step, all
+    // slots together, so that the decode steps of the others are not held up by new prompts.
     BatchEngine(strata_session* session, JobQueue& queue, Metrics& metrics, TokenText& text, int32_t prefill_chunk);
     ~BatchEngine() override;
 
@@ -49,6 +49,7 @@ private:
     Metrics& metrics_;
     TokenText& text_;
     int32_t prefill_chunk_;
+    int32_t prefill_turn_ = 0;  // the slot whose prompt is served first in the next step
     int32_t n_seq_ = 1;
     int32_t n_vocab_ = 0;
     int64_t n_ctx_ = 0;

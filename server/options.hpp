@@ -23,7 +23,7 @@ struct Options {
     int32_t max_tokens_limit = 0;          // largest max_tokens accepted; 0: the context decides
     std::string chat_format;               // built-in name or template source read from a file
     bool chat_format_is_name = false;
-    int32_t prefill_chunk = 128;           // prompt tokens per slot per batched step
+    int32_t prefill_chunk = 32;            // prompt tokens per batched step, all slots together
     uint64_t max_body_bytes = 1u << 20;    // larger request bodies get 413
     int32_t http_threads = 2;
     double drain_s = 30;                   // SIGTERM: how long in-flight requests may finish
