@@ -19,6 +19,7 @@
 #include "quant/formats.hpp"
 #include "test_exec_synth.hpp"
 #include "test_kimi_synth.hpp"
+#include "tiny_deepseek2.hpp"
 #include "util/error.hpp"
 
 using namespace strata;
@@ -35,74 +36,12 @@ exec::ContextParams batch_params(int64_t n_ctx, int32_t n_seq, int64_t n_batch) 
     return p;
 }
 
-// A tiny deepseek2 model: 2 layers (1 dense, 1 MoE with a shared expert), latent attention with
-// a q lora, f32 weights.
+// A tiny deepseek2 model (tiny_deepseek2.hpp) with weights from `seed`.
 std::unique_ptr<gguf::ModelFile> tiny_deepseek2(uint64_t seed) {
-    const int64_t E = 64, H = 2, QL = 32, C = 32, nope = 16, R = 32, V = 16, FF = 64, FFE = 32, NE = 4, vocab = 24;
-    gguf::Writer w;
-    const std::string p = "deepseek2.";
-    w.set_string("general.architecture", "deepseek2");
-    auto put = [&](const std::string& k, uint32_t v) { w.set_u32(p + k, v); };
-    put("context_length", 256);
-    put("embedding_length", uint32_t(E));
-    put("block_count", 2);
-    put("feed_forward_length", uint32_t(FF));
-    put("attention.head_count", uint32_t(H));
-    put("attention.head_count_kv", 1);
-    put("attention.q_lora_rank", uint32_t(QL));
-    put("attention.kv_lora_rank", uint32_t(C));
-    put("rope.dimension_count", uint32_t(R));
-    put("attention.key_length", uint32_t(C + R));
-    put("attention.value_length", uint32_t(C));
-    put("attention.key_length_mla", uint32_t(nope + R));
-    put("attention.value_length_mla", uint32_t(V));
-    put("leading_dense_block_count", 1);
-    put("expert_count", uint32_t(NE));
-    put("expert_used_count", 2);
-    put("expert_shared_count", 1);
-    put("expert_feed_forward_length", uint32_t(FFE));
-    put("expert_gating_func", 2);
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> d(0.0f, 0.2f);
-    auto tensor = [&](const std::string& name, std::vector<int64_t> ne) {
-        int64_t n = 1;
-        for (auto x : ne) n *= x;
-        std::vector<float> v(static_cast<size_t>(n));
-        for (auto& x : v) x = d(rng);
-        w.add_tensor(name, quant::kTypeF32, uint32_t(ne.size()), ne.data(),
-                     std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)));
-    };
-    tensor("token_embd.weight", {E, vocab});
-    for (int l = 0; l < 2; ++l) {
-        const std::string b = "blk." + std::to_string(l) + ".";
-        tensor(b + "attn_norm.weight", {E});
-        tensor(b + "attn_q_a.weight", {E, QL});
-        tensor(b + "attn_q_a_norm.weight", {QL});
-        tensor(b + "attn_q_b.weight", {QL, H * (nope + R)});
-        tensor(b + "attn_kv_a_mqa.weight", {E, C + R});
-        tensor(b + "attn_kv_a_norm.weight", {C});
-        tensor(b + "attn_k_b.weight", {nope, C, H});
-        tensor(b + "attn_v_b.weight", {C, V, H});
-        tensor(b + "attn_output.weight", {H * V, E});
-        tensor(b + "ffn_norm.weight", {E});
-        if (l == 0) {
-            tensor(b + "ffn_gate.weight", {E, FF});
-            tensor(b + "ffn_up.weight", {E, FF});
-            tensor(b + "ffn_down.weight", {FF, E});
-        } else {
-            tensor(b + "ffn_gate_inp.weight", {E, NE});
-            tensor(b + "exp_probs_b.bias", {NE});
-            tensor(b + "ffn_gate_exps.weight", {E, FFE, NE});
-            tensor(b + "ffn_up_exps.weight", {E, FFE, NE});
-            tensor(b + "ffn_down_exps.weight", {FFE, E, NE});
-            tensor(b + "ffn_gate_shexp.weight", {E, FFE});
-            tensor(b + "ffn_up_shexp.weight", {E, FFE});
-            tensor(b + "ffn_down_shexp.weight", {FFE, E});
-        }
-    }
-    tensor("output_norm.weight", {E});
-    tensor("output.weight", {E, vocab});
-    return gguf::ModelFile::parse_memory(w.to_bytes(), "tiny-deepseek2.gguf");
+    test::TinyDs2 spec;
+    spec.vocab = 24;
+    spec.seed = seed;
+    return spec.build();
 }
 
 std::unique_ptr<gguf::ModelFile> tiny_llama_family(const std::string& arch, uint64_t seed) {
