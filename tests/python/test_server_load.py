@@ -88,14 +88,16 @@ def stream_then_vanish(port: int, request: dict, after_events: int) -> int:
 
 
 def test_concurrent_streams_and_vanishing_clients_leave_no_slot_behind(model, tmp_path):
-    s = Server([model], ["--parallel", "4", "--queue", "32", "--ctx", "256", "--threads", "2",
+    s = Server([model], ["--parallel", "4", "--queue", "32", "--ctx", "1024", "--threads", "2",
                          "--api-key", API_KEY, "--prefill-chunk", "8"], tmp_path / "server.log")
     try:
         s.wait_healthy()
         n, killed = 12, {3, 8}
         t0 = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(n) as pool:
-            futures = {i: (pool.submit(stream_then_vanish, s.port, body(i, 200), 3) if i in killed
+            # The vanishing ones ask for far more than they read, so that they are still running
+            # when their client goes.
+            futures = {i: (pool.submit(stream_then_vanish, s.port, body(i, 900), 3) if i in killed
                            else pool.submit(stream, s.port, body(i, 48))) for i in range(n)}
             results = {i: f.result(timeout=CLIENT_DEADLINE_S) for i, f in futures.items()}
         elapsed = time.monotonic() - t0
