@@ -25,16 +25,32 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A decode or reset of sequence 0 through the single-sequence calls retires its last logits,
-// those of strata_session_logits and of strata_session_seq_logits alike.
-void forget_logits(strata_session& s) {
-    s.logits_rows = 0;
-    if (!s.seq_logits.empty()) s.seq_logits[0].clear();
-}
-
 }  // namespace
 
 namespace strata::capi {
+
+strata_session& session_of(strata_session* session) { return *require(session, "session"); }
+const strata_session& session_of(const strata_session* session) { return *require(session, "session"); }
+
+void forget_logits(strata_session& s, int32_t seq) {
+    s.seq_logits[size_t(seq)].clear();
+    if (seq == 0) s.logits_rows = 0;
+}
+
+void sample_top(exec::Sequence& sequence, int32_t* out_token, size_t n_top, int32_t* top_tokens, float* top_logprobs) {
+    require(out_token, "out_token");
+    if (n_top > 64) fail(Status::invalid_argument, "n_top is " + std::to_string(n_top) + ", at most 64");
+    if (n_top) {
+        require(top_tokens, "top_tokens");
+        require(top_logprobs, "top_logprobs");
+    }
+    std::vector<sample::TokenLogprob> top;
+    *out_token = sequence.sample(uint32_t(n_top), &top);
+    for (size_t i = 0; i < n_top; ++i) {  // fewer than n_top only with a smaller vocabulary
+        top_tokens[i] = i < top.size() ? top[i].token : -1;
+        top_logprobs[i] = i < top.size() ? top[i].logprob : -INFINITY;
+    }
+}
 
 strata::sample::SamplerParams sampler_params(const strata_sampling_params& p) {
     strata::sample::SamplerParams s;
@@ -60,12 +76,12 @@ strata::sample::SamplerParams default_sampler_params() {
     return sampler_params(defaults);
 }
 
-strata_session& session_of(strata_session* session) { return *require(session, "session"); }
-const strata_session& session_of(const strata_session* session) { return *require(session, "session"); }
+using strata::capi::forget_logits;
+using strata::capi::session_of;
 
 void decode(strata_session& s, const int32_t* tokens, size_t n_tokens, bool all_logits) {
     if (n_tokens) require(tokens, "tokens");
-    forget_logits(s);  // a failure below leaves no stale logits readable
+    forget_logits(s, 0);  // a failure below leaves no stale logits readable
     s.sequence->decode({tokens, n_tokens}, all_logits, &s.logits);
     s.logits_rows = all_logits ? n_tokens : 1;
 }
@@ -222,7 +238,7 @@ strata_status strata_session_logits(const strata_session* session, const float**
 strata_status strata_session_reset(strata_session* session) {
     STRATA_API_BEGIN
     auto& s = session_of(session);
-    forget_logits(s);
+    forget_logits(s, 0);
     s.sequence->reset();
     STRATA_API_END
 }
@@ -270,7 +286,7 @@ strata_status strata_session_decode_sample(strata_session* session, const int32_
     auto& s = session_of(session);
     require(out_token, "out_token");
     if (n_tokens) require(tokens, "tokens");
-    forget_logits(s);  // nothing fetched: no stale logits readable
+    forget_logits(s, 0);  // nothing fetched: no stale logits readable
     *out_token = s.sequence->decode_and_sample({tokens, n_tokens}, 0, nullptr);
     STRATA_API_END
 }
@@ -278,19 +294,7 @@ strata_status strata_session_decode_sample(strata_session* session, const int32_
 strata_status strata_session_sample_top(strata_session* session, int32_t* out_token, size_t n_top,
                                         int32_t* top_tokens, float* top_logprobs) {
     STRATA_API_BEGIN
-    auto& s = session_of(session);
-    require(out_token, "out_token");
-    if (n_top > 64) fail(Status::invalid_argument, "n_top is " + std::to_string(n_top) + ", at most 64");
-    if (n_top) {
-        require(top_tokens, "top_tokens");
-        require(top_logprobs, "top_logprobs");
-    }
-    std::vector<strata::sample::TokenLogprob> top;
-    *out_token = s.sequence->sample(uint32_t(n_top), &top);
-    for (size_t i = 0; i < n_top; ++i) {  // fewer than n_top only with a smaller vocabulary
-        top_tokens[i] = i < top.size() ? top[i].token : -1;
-        top_logprobs[i] = i < top.size() ? top[i].logprob : -INFINITY;
-    }
+    strata::capi::sample_top(*session_of(session).sequence, out_token, n_top, top_tokens, top_logprobs);
     STRATA_API_END
 }
 
@@ -326,7 +330,7 @@ strata_status strata_session_generate(strata_session* session, const char* promp
     result.struct_size = sizeof result;
     // Generation moves token ids only (decode_and_sample: one round trip per token on a
     // pipeline); the last decode's logits are not kept readable.
-    forget_logits(s);
+    forget_logits(s, 0);
     int32_t next = -1;
     const auto t0 = Clock::now();
     if (!prompt_tokens.empty()) {

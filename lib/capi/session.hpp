@@ -40,6 +40,15 @@ strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::S
 // A session over several sequences (n_seq() >= 1).
 strata_session* make_session(SessionTokenizer tokenizer, std::unique_ptr<exec::MultiSequence> sequences,
                              std::shared_ptr<const gguf::ModelFile> file);
+// The session behind a handle, or invalid_argument for NULL.
+strata_session& session_of(strata_session* session);
+const strata_session& session_of(const strata_session* session);
+// A decode, reset or truncate of sequence `seq` retires its last logits: its
+// strata_session_seq_logits row, and for sequence 0 those of strata_session_logits too.
+void forget_logits(strata_session& s, int32_t seq);
+// strata_session_sample_top for one sequence: the arguments checked, the token drawn, the n_top
+// (at most 64) most likely tokens written (-1 / -inf past a smaller vocabulary).
+void sample_top(exec::Sequence& sequence, int32_t* out_token, size_t n_top, int32_t* top_tokens, float* top_logprobs);
 // The sampler settings a strata_sampling_params asks for (validated when applied).
 sample::SamplerParams sampler_params(const strata_sampling_params& p);
 // The sampling settings of strata_sampling_default_params.

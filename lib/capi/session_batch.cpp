@@ -1,6 +1,5 @@
 // strata_session_decode_batch and the per-sequence calls (strata_session_seq_*): several
 // sequences of one session (exec::MultiSequence).
-#include <cmath>
 #include <string>
 #include <vector>
 
@@ -11,10 +10,10 @@ using strata::Status;
 using strata::fail;
 using strata::capi::require;
 
-namespace {
+using strata::capi::forget_logits;
+using strata::capi::session_of;
 
-strata_session& session_of(strata_session* session) { return *require(session, "session"); }
-const strata_session& session_of(const strata_session* session) { return *require(session, "session"); }
+namespace {
 
 // The sequence `seq` of the session, or invalid_argument naming the range.
 void check_seq(const strata_session& s, int32_t seq) {
@@ -26,12 +25,6 @@ void check_seq(const strata_session& s, int32_t seq) {
 strata::exec::Sequence& seq_of(strata_session& s, int32_t seq) {
     check_seq(s, seq);
     return s.sequences->at(seq);
-}
-
-// A change to sequence 0 through these calls also retires the single-sequence logits.
-void forget_logits(strata_session& s, int32_t seq) {
-    s.seq_logits[size_t(seq)].clear();
-    if (seq == 0) s.logits_rows = 0;
 }
 
 }  // namespace
@@ -120,19 +113,7 @@ strata_status strata_session_seq_sample_top(strata_session* session, int32_t seq
                                             int32_t* top_tokens, float* top_logprobs) {
     STRATA_API_BEGIN
     auto& s = session_of(session);
-    auto& sq = seq_of(s, seq);
-    require(out_token, "out_token");
-    if (n_top > 64) fail(Status::invalid_argument, "n_top is " + std::to_string(n_top) + ", at most 64");
-    if (n_top) {
-        require(top_tokens, "top_tokens");
-        require(top_logprobs, "top_logprobs");
-    }
-    std::vector<strata::sample::TokenLogprob> top;
-    *out_token = sq.sample(uint32_t(n_top), &top);
-    for (size_t i = 0; i < n_top; ++i) {
-        top_tokens[i] = i < top.size() ? top[i].token : -1;
-        top_logprobs[i] = i < top.size() ? top[i].logprob : -INFINITY;
-    }
+    strata::capi::sample_top(seq_of(s, seq), out_token, n_top, top_tokens, top_logprobs);
     STRATA_API_END
 }
 

@@ -22,22 +22,12 @@ void Context::decode_batch(std::span<const BatchEntry> entries, float* out) {
     if (entries.empty()) fail(Status::invalid_argument, "decode_batch: no entries");
     if (!out) fail(Status::invalid_argument, "decode_batch: null output buffer");
     // Everything is checked before anything runs, so a bad entry leaves every slot as it was.
-    std::vector<bool> seen(size_t(n_seq()), false);
+    check_entries(entries, n_seq(), [&](const BatchEntry& e) {
+        check_room(e.seq, int64_t(e.tokens.size()));
+        check_token_ids(e.tokens, hp_.n_vocab);
+    });
     int64_t total = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-        const BatchEntry& e = entries[i];
-        const std::string which = "decode_batch entry " + std::to_string(i) + " (sequence " + std::to_string(e.seq) + ")";
-        try {
-            check_seq(e.seq, "decode_batch");
-            if (seen[size_t(e.seq)]) fail(Status::invalid_argument, "the sequence appears twice in one call");
-            seen[size_t(e.seq)] = true;
-            check_room(e.seq, int64_t(e.tokens.size()));
-            check_token_ids(e.tokens, hp_.n_vocab);
-        } catch (const Error& err) {
-            fail(err.status(), which + ": " + err.what());
-        }
-        total += int64_t(e.tokens.size());
-    }
+    for (const BatchEntry& e : entries) total += int64_t(e.tokens.size());
 
     const int64_t E = hp_.n_embd, V = hp_.n_vocab;
     Scratch& s = *s_;

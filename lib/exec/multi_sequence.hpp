@@ -26,8 +26,8 @@ public:
     virtual void decode_batch(std::span<const BatchEntry> entries, std::vector<std::vector<float>>& logits) = 0;
 };
 
-// Error(invalid_argument) naming the entry unless each entry's sequence is in range, appears
-// once, and its tokens are valid and fit (check_decode). Shared by every MultiSequence.
+// check_entries with each sequence's check_decode (bad ids; context_overflow when the tokens do
+// not fit), naming the entry. Shared by every MultiSequence.
 void check_batch(const MultiSequence& seqs, std::span<const BatchEntry> entries);
 
 class SequenceList final : public MultiSequence {
