@@ -82,11 +82,7 @@ void BatchEngine::assign(std::shared_ptr<Job> job) {
         return;
     }
     Slot& slot = slots_[size_t(seq)];
-    // Keep the shared prefix, but re-decode at least the prompt's last token so that it has
-    // logits. A repetition penalty reads the sampler's history, which a kept prefix would not
-    // be part of: such requests start from an empty cache to stay exactly as they are alone.
-    size_t keep = std::min(best_common, prompt.size() - 1);
-    if (job->input.sampling.repeat_penalty != 1.0f) keep = 0;
+    size_t keep = reusable_prefix(best_common, job->input);
     if (keep < slot.cached.size()) {
         strata_status st = keep == 0 ? strata_session_seq_reset(session_, seq)
                                      : strata_session_seq_truncate(session_, seq, int64_t(keep));
@@ -187,7 +183,6 @@ void BatchEngine::sample(int32_t seq) {
     const size_t n_top = in.logprobs ? size_t(in.top_logprobs) : 0;
     int32_t top_tokens[64];
     float top_logprobs[64];
-    float own_logprob = 0;
     const float* logits = nullptr;
     if (in.logprobs) strata_session_seq_logits(session_, seq, &logits);  // before sampling moves on
     int32_t token = -1;
@@ -196,16 +191,9 @@ void BatchEngine::sample(int32_t seq) {
         release(seq);
         return;
     }
-    std::vector<std::pair<int32_t, float>> top;
-    for (size_t i = 0; i < n_top; ++i) {
-        if (top_tokens[i] < 0) break;
-        top.emplace_back(top_tokens[i], top_logprobs[i]);
-    }
-    if (in.logprobs) {
-        auto it = std::find_if(top.begin(), top.end(), [&](const auto& p) { return p.first == token; });
-        own_logprob = it != top.end() ? it->second : token_logprob(logits, n_vocab_, token);
-    }
-    if (!slot.generation->accept(token, own_logprob, std::move(top))) {
+    SampledLogprobs lp;
+    if (in.logprobs) lp = sampled_logprobs(token, top_tokens, top_logprobs, n_top, logits, n_vocab_);
+    if (!slot.generation->accept(token, lp.logprob, std::move(lp.top))) {
         release(seq);
         return;
     }

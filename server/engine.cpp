@@ -22,6 +22,20 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
     return i;
 }
 
+size_t reusable_prefix(size_t common, const JobInput& in) {
+    if (in.sampling.repeat_penalty != 1.0f) return 0;
+    return std::min(common, in.prompt.size() - 1);
+}
+
+SampledLogprobs sampled_logprobs(int32_t token, const int32_t* top_tokens, const float* top_logprobs, size_t n_top,
+                                 const float* logits, int32_t n_vocab) {
+    SampledLogprobs out;
+    for (size_t i = 0; i < n_top && top_tokens[i] >= 0; ++i) out.top.emplace_back(top_tokens[i], top_logprobs[i]);
+    auto it = std::find_if(out.top.begin(), out.top.end(), [&](const auto& p) { return p.first == token; });
+    out.logprob = it != out.top.end() ? it->second : token_logprob(logits, n_vocab, token);
+    return out;
+}
+
 strata_sampling_params sampling_of(const JobInput& in) {
     strata_sampling_params p;
     strata_sampling_default_params(&p);

@@ -28,12 +28,12 @@ uint64_t fresh_seed() {
 // The job's input from the request; ApiError for a prompt or max_tokens that does not fit.
 JobInput prepare(App& app, const CompletionRequest& r) {
     JobInput in;
+    const std::string param = r.endpoint == Endpoint::chat ? "messages" : "prompt";
     const std::string prompt = r.endpoint == Endpoint::chat ? app.host.render_chat(r.messages.dump()) : r.prompt;
     in.prompt = app.host.tokenize(prompt, true, true);
-    if (in.prompt.empty()) throw invalid_field(r.endpoint == Endpoint::chat ? "messages" : "prompt", "gives no tokens");
+    if (in.prompt.empty()) throw invalid_field(param, "gives no tokens");
     const int64_t n_ctx = app.host.n_ctx();
     const int64_t n_prompt = int64_t(in.prompt.size());
-    const std::string param = r.endpoint == Endpoint::chat ? "messages" : "prompt";
     if (n_prompt >= n_ctx)
         throw ApiError(400,
                        "the prompt is " + std::to_string(n_prompt) + " tokens; a slot's context holds " +

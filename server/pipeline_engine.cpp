@@ -1,7 +1,6 @@
 // pipeline_engine.cpp: one thread per pipeline lane, each serving one request at a time.
 #include "pipeline_engine.hpp"
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -95,10 +94,8 @@ void PipelineEngine::serve(Slot& slot, Generation& generation) {
         strata_session_reset(session);
         slot.cached.clear();
     };
-    // Keep the shared prefix (at least one token re-decoded, none with a repetition penalty: see
-    // BatchEngine::assign); a sequence that cannot be cut restarts.
-    size_t keep = std::min(common_prefix(slot.cached, in.prompt), in.prompt.size() - 1);
-    if (in.sampling.repeat_penalty != 1.0f) keep = 0;
+    // A sequence that cannot be cut restarts.
+    size_t keep = reusable_prefix(common_prefix(slot.cached, in.prompt), in);
     if (keep < slot.cached.size()) {
         strata_status st = keep == 0 ? strata_session_reset(session) : strata_session_seq_truncate(session, 0, int64_t(keep));
         if (st != STRATA_OK && !is_stage_failure(st)) {
@@ -126,8 +123,7 @@ void PipelineEngine::serve(Slot& slot, Generation& generation) {
     while (!stopping_) {
         if (generation.job().cancelled()) return generation.fail(499, "the request was cancelled", "cancelled");
         int32_t token = -1;
-        float own_logprob = 0;
-        std::vector<std::pair<int32_t, float>> top;
+        SampledLogprobs lp;
         strata_status st;
         if (in.logprobs) {
             // The logits travel only when log-probabilities are asked for.
@@ -136,11 +132,7 @@ void PipelineEngine::serve(Slot& slot, Generation& generation) {
             size_t rows = 0;
             if (st == STRATA_OK) st = strata_session_logits(session, &logits, &rows);
             if (st == STRATA_OK) st = strata_session_sample_top(session, &token, n_top, top_tokens, top_logprobs);
-            if (st == STRATA_OK) {
-                for (size_t i = 0; i < n_top && top_tokens[i] >= 0; ++i) top.emplace_back(top_tokens[i], top_logprobs[i]);
-                auto it = std::find_if(top.begin(), top.end(), [&](const auto& p) { return p.first == token; });
-                own_logprob = it != top.end() ? it->second : token_logprob(logits, n_vocab_, token);
-            }
+            if (st == STRATA_OK) lp = sampled_logprobs(token, top_tokens, top_logprobs, n_top, logits, n_vocab_);
         } else {
             st = strata_session_decode_sample(session, next.data(), next.size(), &token);
         }
@@ -148,7 +140,7 @@ void PipelineEngine::serve(Slot& slot, Generation& generation) {
         slot.cached.insert(slot.cached.end(), next.begin(), next.end());
         slot.n_past = int64_t(slot.cached.size());
         metrics_.add_generated_tokens(1);
-        if (!generation.accept(token, own_logprob, std::move(top))) return;
+        if (!generation.accept(token, lp.logprob, std::move(lp.top))) return;
         if (int64_t(slot.cached.size()) >= n_ctx_) return generation.finish_length();
         next.assign(1, token);
     }
