@@ -93,6 +93,16 @@ def _sampling_struct(settings: dict[str, Any], current: dict[str, Any]) -> "_lib
     return p
 
 
+def _sample_top(call: Callable[..., int], n: int) -> tuple[int, list[tuple[int, float]]]:
+    """A strata_*_sample_top call given its trailing arguments (out_token, n_top, top_tokens,
+    top_logprobs) by ``call``: the token drawn and the ``n`` (token, logprob) pairs."""
+    tok = ctypes.c_int32()
+    toks = (ctypes.c_int32 * max(1, n))()
+    lps = (ctypes.c_float * max(1, n))()
+    check(call(ctypes.byref(tok), n, toks, lps))
+    return tok.value, [(int(toks[i]), float(lps[i])) for i in range(n)]
+
+
 class Session(OwnedHandle):
     """One sequence on a model: KV cache for ``n_ctx`` tokens, a sampler, and generation.
 
@@ -246,9 +256,6 @@ class Session(OwnedHandle):
         now in force (see ``sampling``): temperature (<= 0 greedy), top_k (0 off), top_p (1 off),
         min_p (0 off), repeat_penalty (1 off), repeat_last_n, seed. Invalid settings raise
         StrataError INVALID_ARGUMENT naming the setting."""
-        unknown = set(settings) - set(SAMPLING_SETTINGS)
-        if unknown:
-            raise TypeError(f"unknown sampling setting(s): {', '.join(sorted(unknown))}")
         p = _sampling_struct(settings, self.sampling_params())
         check(_lib.fn("strata_session_set_sampling")(self._handle(), ctypes.byref(p)))
 
@@ -293,11 +300,8 @@ class Session(OwnedHandle):
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be non-negative, got {n}")
-        tok = ctypes.c_int32()
-        toks = (ctypes.c_int32 * max(1, n))()
-        lps = (ctypes.c_float * max(1, n))()
-        check(_lib.fn("strata_session_sample_top")(self._handle(), ctypes.byref(tok), n, toks, lps))
-        return tok.value, [(int(toks[i]), float(lps[i])) for i in range(n)]
+        h = self._handle()
+        return _sample_top(lambda *out: _lib.fn("strata_session_sample_top")(h, *out), n)
 
     # --- several sequences (n_seq) ------------------------------------------------------------
     @property
@@ -357,13 +361,9 @@ class Session(OwnedHandle):
         n = int(n_top)
         if n < 0:
             raise ValueError(f"n_top must be non-negative, got {n}")
-        tok = ctypes.c_int32()
-        toks = (ctypes.c_int32 * max(1, n))()
-        lps = (ctypes.c_float * max(1, n))()
-        check(_lib.fn("strata_session_seq_sample_top")(self._handle(), int(seq), ctypes.byref(tok), n, toks, lps))
-        if n == 0:
-            return tok.value
-        return tok.value, [(int(toks[i]), float(lps[i])) for i in range(n)]
+        h, i = self._handle(), int(seq)
+        token, top = _sample_top(lambda *out: _lib.fn("strata_session_seq_sample_top")(h, i, *out), n)
+        return token if n == 0 else (token, top)
 
     # --- generation ---------------------------------------------------------------------------
     def generate(self, prompt: Union[str, bytes], max_tokens: int = 128, stop: Optional[Sequence[str]] = None,
