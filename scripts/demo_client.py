@@ -25,6 +25,36 @@ def messages(a) -> list:
     return system + [{"role": "user", "content": a.question}]
 
 
+def openai_chunks(a, base: str, model: str):
+    """The streamed answer through the openai package, each chunk as a plain dict."""
+    client = openai.OpenAI(base_url=base + "/v1", api_key="none", timeout=600)
+    common = {"model": model, "max_tokens": a.max_tokens, "temperature": 0, "stream": True,
+              "stream_options": {"include_usage": True}}
+    if a.completion:
+        stream = client.completions.create(prompt=a.question, **common)
+    else:
+        stream = client.chat.completions.create(messages=messages(a), **common)
+    for chunk in stream:
+        yield chunk.model_dump()
+
+
+def raw_chunks(a, base: str, model: str):
+    """The same request by hand (urllib), the server-sent events' chunks."""
+    body = {"model": model, "max_tokens": a.max_tokens, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True}}
+    if a.completion:
+        body["prompt"], path = a.question, "/v1/completions"
+    else:
+        body["messages"], path = messages(a), "/v1/chat/completions"
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        for raw in r:
+            line = raw.decode("utf-8").strip()
+            if line.startswith("data: ") and line != "data: [DONE]":
+                yield json.loads(line[6:])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("base_url")
@@ -36,81 +66,31 @@ def main() -> int:
     a = ap.parse_args()
 
     base = a.base_url.rstrip("/")
+    models = json.loads(get(base + "/v1/models"))
+    model = models["data"][0]["id"]
     if openai is None:
         print("(the openai package is not installed: asking with urllib instead)")
-        return ask_raw(a, base)
-    client = openai.OpenAI(base_url=base + "/v1", api_key="none", timeout=600)
-    model = client.models.list().data[0].id
-    t0 = time.perf_counter()
-    first = None
-    stamps = []
-    text = []
-    usage = None
-    finish = None
-    if a.completion:
-        stream = client.completions.create(model=model, prompt=a.question, max_tokens=a.max_tokens, temperature=0,
-                                           stream=True, stream_options={"include_usage": True})
-    else:
-        stream = client.chat.completions.create(model=model, messages=messages(a),
-                                                max_tokens=a.max_tokens, temperature=0, stream=True,
-                                                stream_options={"include_usage": True})
-    print((f"system: {a.system}\n" if a.system else "") + f"Q: {a.question}\nA: ", end="", flush=True)
-    for chunk in stream:
-        if chunk.usage is not None:
-            usage = chunk.usage
-        if not chunk.choices:
-            continue
-        c = chunk.choices[0]
-        piece = c.text if a.completion else (c.delta.content or "")
-        if piece:
-            now = time.perf_counter()
-            first = first if first is not None else now
-            stamps.append(now)
-            text.append(piece)
-            print(piece, end="", flush=True)
-        if c.finish_reason:
-            finish = c.finish_reason
-    t1 = time.perf_counter()
-    print()
-
-    return finish_report(a, base, model, t0, t1, first, stamps, text, finish,
-                         usage.model_dump() if usage is not None else None)
-
-
-def ask_raw(a, base: str) -> int:
-    model = json.loads(get(base + "/v1/models"))["data"][0]["id"]
-    body = {"model": model, "max_tokens": a.max_tokens, "temperature": 0, "stream": True,
-            "stream_options": {"include_usage": True}}
-    if a.completion:
-        body["prompt"], path = a.question, "/v1/completions"
-    else:
-        body["messages"], path = messages(a), "/v1/chat/completions"
-    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    chunks = (raw_chunks if openai is None else openai_chunks)(a, base, model)
     t0 = time.perf_counter()
     first, stamps, text, usage, finish = None, [], [], None, None
     print((f"system: {a.system}\n" if a.system else "") + f"Q: {a.question}\nA: ", end="", flush=True)
-    with urllib.request.urlopen(req, timeout=600) as r:
-        for raw in r:
-            line = raw.decode("utf-8").strip()
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            usage = chunk.get("usage") or usage
-            for c in chunk.get("choices", []):
-                piece = c.get("text") if a.completion else (c.get("delta") or {}).get("content")
-                if piece:
-                    now = time.perf_counter()
-                    first = first if first is not None else now
-                    stamps.append(now)
-                    text.append(piece)
-                    print(piece, end="", flush=True)
-                finish = c.get("finish_reason") or finish
+    for chunk in chunks:
+        usage = chunk.get("usage") or usage
+        for c in chunk.get("choices") or []:
+            piece = c.get("text") if a.completion else (c.get("delta") or {}).get("content")
+            if piece:
+                now = time.perf_counter()
+                first = first if first is not None else now
+                stamps.append(now)
+                text.append(piece)
+                print(piece, end="", flush=True)
+            finish = c.get("finish_reason") or finish
+    t1 = time.perf_counter()
     print()
-    return finish_report(a, base, model, t0, time.perf_counter(), first, stamps, text, finish, usage)
+    return finish_report(a, base, models, model, t0, t1, first, stamps, text, finish, usage)
 
 
-def finish_report(a, base, model, t0, t1, first, stamps, text, finish, usage) -> int:
+def finish_report(a, base, models, model, t0, t1, first, stamps, text, finish, usage) -> int:
     gaps = sorted(b - a_ for a_, b in zip(stamps, stamps[1:]))
     report = {
         "question": a.question,
@@ -122,7 +102,7 @@ def finish_report(a, base, model, t0, t1, first, stamps, text, finish, usage) ->
         "wall_s": t1 - t0,
         "decode_tokens_per_second": (len(gaps) / (stamps[-1] - stamps[0])) if len(stamps) > 1 else None,
         "inter_token_p50_s": gaps[len(gaps) // 2] if gaps else None,
-        "server_models": json.loads(get(base + "/v1/models")),
+        "server_models": models,
     }
     print("\nthe run's report:")
     u = report["usage"] or {}
