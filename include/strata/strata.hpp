@@ -488,13 +488,9 @@ public:
     }
     // sample(), and the n most likely tokens under the raw logits: (token, log-probability).
     int32_t sample_top(size_t n, std::vector<std::pair<int32_t, float>>& top) {
-        std::vector<int32_t> tokens(n);
-        std::vector<float> logprobs(n);
-        int32_t token = 0;
-        detail::check(strata_session_sample_top(handle_, &token, n, tokens.data(), logprobs.data()));
-        top.clear();
-        for (size_t i = 0; i < n; ++i) top.emplace_back(tokens[i], logprobs[i]);
-        return token;
+        return top_of(n, top, [&](int32_t* token, int32_t* tokens, float* logprobs) {
+            return strata_session_sample_top(handle_, token, n, tokens, logprobs);
+        });
     }
 
     // Several sequences (session_params::n_seq); the calls above address sequence 0.
@@ -529,13 +525,9 @@ public:
     }
     // As sample_top for one sequence (n 0: the token alone).
     int32_t seq_sample_top(int32_t seq, size_t n, std::vector<std::pair<int32_t, float>>& top) {
-        std::vector<int32_t> tokens(n);
-        std::vector<float> logprobs(n);
-        int32_t token = 0;
-        detail::check(strata_session_seq_sample_top(handle_, seq, &token, n, tokens.data(), logprobs.data()));
-        top.clear();
-        for (size_t i = 0; i < n; ++i) top.emplace_back(tokens[i], logprobs[i]);
-        return token;
+        return top_of(n, top, [&](int32_t* token, int32_t* tokens, float* logprobs) {
+            return strata_session_seq_sample_top(handle_, seq, token, n, tokens, logprobs);
+        });
     }
 
     // Streams every generated token's bytes to on_piece (return false to stop). An exception
@@ -576,6 +568,18 @@ public:
 
 private:
     explicit session(strata_session* handle) noexcept : handle_(handle) {}
+    // A strata_*_sample_top call (given the out-token and the n-entry top buffers) as the token
+    // drawn, and the n (token, log-probability) pairs into top.
+    template <typename Call>
+    static int32_t top_of(size_t n, std::vector<std::pair<int32_t, float>>& top, Call&& call) {
+        std::vector<int32_t> tokens(n);
+        std::vector<float> logprobs(n);
+        int32_t token = 0;
+        detail::check(call(&token, tokens.data(), logprobs.data()));
+        top.clear();
+        for (size_t i = 0; i < n; ++i) top.emplace_back(tokens[i], logprobs[i]);
+        return token;
+    }
     static strata_sampling_params c_sampling(const sampling_params& p) {
         strata_sampling_params c;
         strata_sampling_default_params(&c);
