@@ -21,10 +21,9 @@ PEER_PARALLEL="${PEER_PARALLEL:-4}"
 PIPE_STREAMS="${PIPE_STREAMS:-1,3}"
 BENCH="$BUILD/examples/strata-bench"
 mkdir -p "$OUT"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
-
+source "$ROOT/scripts/lib.sh"  # start_listening, stop_started
+START_TIMEOUT_S=300  # a worker hashes its shards before it listens
+trap stop_started EXIT
 # Waits until URL/health answers 200; fails after 300 s.
 wait_health() {
   for _ in $(seq 1 3000); do
@@ -34,24 +33,17 @@ wait_health() {
   echo "no healthy server at $1" >&2
   return 1
 }
-# Starts a strata program that prints "listening on ADDR"; sets ADDRESS.
-start_listening() {
-  local log="$1"; shift
-  "$@" >"$log.out" 2>"$log" &
-  PIDS+=("$!")
-  for _ in $(seq 1 3000); do
-    ADDRESS="$(sed -n 's/.*listening on \([^ ]*\).*/\1/p' "$log.out" | head -n 1)"
-    [ -n "$ADDRESS" ] && return 0
-    sleep 0.1
-  done
-  echo "no address from $*" >&2
-  return 1
+# Stops the program started last.
+stop_last() {
+  kill "${STARTED_PIDS[-1]}" 2>/dev/null || true
+  wait "${STARTED_PIDS[-1]}" 2>/dev/null || true
+  unset 'STARTED_PIDS[-1]'
 }
-stop_last() { kill "${PIDS[-1]}" 2>/dev/null || true; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'; }
+LISTENING='.*listening on \([^ ]*\).*'
 
 echo "== strata-server, one node, --parallel 8, $THREADS threads"
-start_listening "$OUT/strata-server.log" "$BUILD/server/strata-server" --model "$MODEL" --host 127.0.0.1 --port 0 \
-  --parallel 8 --ctx 512 --threads "$THREADS"
+start_listening strata-server "$OUT/strata-server.out" "$OUT/strata-server.log" "$LISTENING" \
+  "$BUILD/server/strata-server" --model "$MODEL" --host 127.0.0.1 --port 0 --parallel 8 --ctx 512 --threads "$THREADS"
 URL="$ADDRESS"; wait_health "$URL"
 "$BENCH" server "$URL" --streams "$STREAMS" --tokens "$TOKENS" --json "$OUT/strata.json" --md "$OUT/strata.md"
 stop_last
@@ -61,7 +53,7 @@ if [ -x "$LLAMA_BIN/llama-server" ]; then
   PORT=$(( 20000 + RANDOM % 20000 ))
   "$LLAMA_BIN/llama-server" -m "$MODEL" --host 127.0.0.1 --port "$PORT" --parallel "$PEER_PARALLEL" \
     -c $(( 512 * PEER_PARALLEL )) -t "$THREADS" -tb "$THREADS" --no-webui >"$OUT/llama-server.log" 2>&1 &
-  PIDS+=("$!")
+  STARTED_PIDS+=("$!")
   wait_health "http://127.0.0.1:$PORT"
   "$BENCH" server "http://127.0.0.1:$PORT" --streams "$STREAMS" --tokens "$TOKENS" \
     --json "$OUT/llama-server.json" --md "$OUT/llama-server.md" || echo "(some llama-server streams failed)"
@@ -71,12 +63,15 @@ else
 fi
 
 echo "== three-stage loopback pipeline: strata-server (head) over two strata-worker processes, 1 thread each"
-start_listening "$OUT/worker-1.log" "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "$MODEL"
+start_listening "worker 1" "$OUT/worker-1.out" "$OUT/worker-1.log" "$LISTENING" \
+  "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "$MODEL"
 W1="$ADDRESS"
-start_listening "$OUT/worker-2.log" "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "$MODEL"
+start_listening "worker 2" "$OUT/worker-2.out" "$OUT/worker-2.log" "$LISTENING" \
+  "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "$MODEL"
 W2="$ADDRESS"
-start_listening "$OUT/pipe-server.log" "$BUILD/server/strata-server" --model "$MODEL" --worker "$W1" --worker "$W2" \
-  --host 127.0.0.1 --port 0 --parallel 3 --ctx 512 --threads 1
+start_listening "strata-server (pipeline)" "$OUT/pipe-server.out" "$OUT/pipe-server.log" "$LISTENING" \
+  "$BUILD/server/strata-server" --model "$MODEL" --worker "$W1" --worker "$W2" --host 127.0.0.1 --port 0 \
+  --parallel 3 --ctx 512 --threads 1
 URL="$ADDRESS"; wait_health "$URL"
 "$BENCH" server "$URL" --streams "$PIPE_STREAMS" --tokens "$TOKENS" --json "$OUT/pipeline.json" --md "$OUT/pipeline.md"
 echo "== written to $OUT"

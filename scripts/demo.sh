@@ -60,41 +60,14 @@ fi
 log "inspecting it"
 "$BUILD/examples/strata-inspect" "${SHARDS[0]}" | grep -v '^  blk\.'  # the per-layer tensor rows elided
 
-PIDS=()
-stop_all() {
-  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-}
-trap stop_all EXIT INT TERM
-
-# Starts a program whose output names its address; sets ADDRESS from the first match of SED_RE.
-start_and_wait() {
-  local name="$1" out="$2" err="$3" re="$4"; shift 4
-  : >"$out"
-  "$@" >"$out" 2>"$err" &
-  PIDS+=("$!")
-  local pid="$!"
-  for _ in $(seq 1 1200); do
-    ADDRESS="$(sed -n "s/$re/\1/p" "$out" | head -n 1)"
-    if [ -n "$ADDRESS" ]; then
-      log "$name (pid $pid) listening on $ADDRESS (log: $err)"
-      return 0
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      log "$name exited before listening:"; cat "$err" >&2; return 1
-    fi
-    sleep 0.1
-  done
-  log "$name printed no address within 120 s:"; cat "$err" >&2
-  return 1
-}
+trap stop_started EXIT INT TERM
 WORKERS=()
 for n in 1 2; do
-  start_and_wait "worker $n" "$OUT/worker-$n.out" "$OUT/worker-$n.log" '.*listening on \([^ ]*\).*' \
+  start_listening "worker $n" "$OUT/worker-$n.out" "$OUT/worker-$n.log" '.*listening on \([^ ]*\).*' \
     "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "${SHARDS[@]}"
   WORKERS+=(--worker "$ADDRESS")
 done
-start_and_wait "strata-server" "$OUT/server.out" "$OUT/server.log" '.*listening on \(http:[^ ]*\).*' \
+start_listening "strata-server" "$OUT/server.out" "$OUT/server.log" '.*listening on \(http:[^ ]*\).*' \
   "$BUILD/server/strata-server" --model "${SHARDS[@]}" "${WORKERS[@]}" --host 127.0.0.1 --port 0 \
   --threads 1 --parallel 1 --ctx 1024 "${SERVER_ARGS[@]}"
 URL="$ADDRESS"

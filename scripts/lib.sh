@@ -58,3 +58,35 @@ ensure_smollm2() {
 }
 
 jobs() { nproc 2>/dev/null || echo 2; }
+
+# Background programs that print the address they listen on (strata-worker, strata-server):
+# start_listening NAME OUT ERR SED_RE CMD... starts CMD (stdout to OUT, stderr to ERR), adds its
+# pid to STARTED_PIDS and sets ADDRESS from the first stdout line SED_RE matches (its \1) within
+# $START_TIMEOUT_S (default 120) s; it fails, showing ERR, when the program exits first or prints
+# none. stop_started stops them all (for a trap).
+STARTED_PIDS=()
+start_listening() {
+  local name="$1" out="$2" err="$3" re="$4"; shift 4
+  : >"$out"
+  "$@" >"$out" 2>"$err" &
+  STARTED_PIDS+=("$!")
+  local pid="$!"
+  local timeout_s="${START_TIMEOUT_S:-120}"
+  for _ in $(seq 1 $((timeout_s * 10))); do
+    ADDRESS="$(sed -n "s/$re/\1/p" "$out" | head -n 1)"
+    if [ -n "$ADDRESS" ]; then
+      log "$name (pid $pid) listening on $ADDRESS (log: $err)"
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      log "$name exited before listening:"; cat "$err" >&2; return 1
+    fi
+    sleep 0.1
+  done
+  log "$name printed no address within $timeout_s s:"; cat "$err" >&2
+  return 1
+}
+stop_started() {
+  for pid in "${STARTED_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${STARTED_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
