@@ -20,7 +20,7 @@ import pytest
 
 import strata
 from pipeline_util import WorkerProc, build_dir, skip_unless_pipelines
-from server_util import API_KEY, Server, open_stream, smollm2_path
+from server_util import API_KEY, Server, open_stream, server_binary, smollm2_path
 
 @pytest.fixture(scope="module")
 def smol_model():
@@ -428,3 +428,31 @@ def test_a_pipeline_serves_the_same_answer_and_survives_a_dead_stage(server, tmp
             s.kill()
         for w in workers:
             w.kill()
+
+
+# --- bad command lines and unusable model files: a clear message and a failing exit status ---
+
+@pytest.mark.parametrize("args,rc,says", [
+    (["--parallel", "0"], 2, "--parallel needs a number"),
+    (["--bogus"], 2, "unknown argument '--bogus'"),
+    (["--chat-format", "/nonexistent/template.jinja"], 2, "cannot read '/nonexistent/template.jinja'"),
+])
+def test_a_bad_command_line_is_refused_naming_the_option(tmp_path, args, rc, says):
+    model = tmp_path / "tiny.gguf"
+    subprocess.run([str(build_dir() / "examples" / "strata-mkmodel"), "--arch", "llama", "--preset", "tiny",
+                    "--type", "q8_0", "--vocab", "bpe", "-o", str(model)], check=True, capture_output=True)
+    r = subprocess.run([str(server_binary()), "--model", str(model), "--port", "0", *args],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == rc and says in r.stderr, r.stderr
+
+
+def test_a_missing_or_broken_model_file_fails_naming_it(tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes([3, 0, 0, 0]) + bytes(range(92)))  # a header whose counts cannot hold
+    for path, says in ((tmp_path / "missing.gguf", "cannot open"), (broken, "broken.gguf")):
+        r = subprocess.run([str(server_binary()), "--model", str(path), "--port", "0"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1, r.stderr
+        assert "cannot load the model" in r.stderr and str(path) in r.stderr and says in r.stderr, r.stderr
+    r = subprocess.run([str(server_binary()), "--port", "0"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--model FILE is required" in r.stderr, r.stderr
