@@ -1,12 +1,14 @@
 #include "exec/cpu_backend.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "quant/convert.hpp"
 #include "quant/formats.hpp"
 #include "quant/gemv.hpp"
 #include "quant/half.hpp"
+#include "quant/iq1s_gemm.hpp"
 #include "quant/q8_0.hpp"
 #include "quant/q8_k.hpp"
 #include "quant/type_ids.hpp"
@@ -20,6 +22,30 @@ namespace {
 
 // Rows per inner tile: the tile's weights stay in cache while every token of the batch uses them.
 constexpr int64_t kRowTile = 16;
+
+// From this many tokens an IQ1_S product runs as a GEMM (quant/iq1s_gemm.hpp) on CPUs that have
+// it: each weight block is decoded once per tile instead of once per token. Both paths give the
+// same bits, so the threshold only trades speed.
+constexpr int64_t kIq1sGemmMinTokens = 2;
+
+// Tokens per piece of activation quantization handed to a thread (a multiple of the GEMM's token
+// group, so each piece packs whole groups).
+constexpr int64_t kQuantizeTokens = 16;
+static_assert(kQuantizeTokens % quant::kIq1sGemmTokenGroup == 0);
+
+// 64-byte aligned start of a byte buffer sized with 64 bytes to spare.
+uint8_t* aligned64(std::vector<uint8_t>& buf) {
+    const auto p = reinterpret_cast<uintptr_t>(buf.data());
+    return buf.data() + ((64 - p % 64) % 64);
+}
+
+// The tile's packed IQ1_S weights, per pool thread (the pool's threads live as long as the
+// backend, and a tile is packed and used by one thread).
+uint8_t* tile_weight_panel(size_t bytes) {
+    thread_local std::vector<uint8_t> panel;
+    if (panel.size() < bytes + 64) panel.resize(bytes + 64);
+    return aligned64(panel);
+}
 
 // The traits of a weight's type, or Error(unsupported) naming the tensor, its type and the types
 // the CPU runs.
@@ -61,7 +87,10 @@ uint64_t CpuBackend::matmul_scratch_bytes_for(int n_threads, int64_t n_tokens, i
     // per thread.
     const uint64_t q8k = uint64_t(n_tokens) * uint64_t((max_cols + 255) / 256) * sizeof(quant::block_q8_K);
     const uint64_t rows = uint64_t(n_threads) * uint64_t(max_cols) * sizeof(float);
-    return q8k + rows;
+    // The IQ1_S GEMM: the tokens' packed activations and, per thread, one tile's packed weights.
+    const uint64_t gemm = quant::iq1s_gemm_act_bytes(max_cols / 256 * 256, n_tokens) +
+                          uint64_t(n_threads) * quant::iq1s_gemm_weight_bytes(max_cols / 256 * 256, kRowTile);
+    return q8k + rows + gemm;
 }
 
 void CpuBackend::matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y) {
@@ -97,18 +126,49 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         }
     }
     xq_.resize(xq_bytes);
+    // The IQ1_S jobs that run as a GEMM get their activations packed too (after quantizing).
+    const bool gemm = !scalar && quant::iq1s_gemm_available();
+    actp_offset_.assign(jobs.size(), SIZE_MAX);
+    size_t actp_bytes = 0;
+    for (size_t j = 0; j < jobs.size(); ++j)
+        if (gemm && jobs[j].w->type == quant::kTypeIQ1_S && jobs[j].n_tokens >= kIq1sGemmMinTokens) {
+            actp_offset_[j] = actp_bytes;
+            actp_bytes += quant::iq1s_gemm_act_bytes(jobs[j].w->cols, jobs[j].n_tokens);
+        }
+    if (actp_.size() < actp_bytes + 64) actp_.resize(actp_bytes + 64);
+    uint8_t* actp = aligned64(actp_);
     tiles_.clear();
+    pieces_.clear();
     for (size_t j = 0; j < jobs.size(); ++j) {
         const MatmulJob& job = jobs[j];
         const WeightView& w = *job.w;
         const JobKernel& k = job_kernel_[j];
-        uint8_t* xq = xq_.data() + xq_offset_[j];
         if (k.act)
-            for (int64_t t = 0; t < job.n_tokens; ++t)
-                k.act->quantize(job.x + t * w.cols, xq + size_t(t) * k.act_row_bytes, w.cols, nullptr);
+            for (int64_t t0 = 0; t0 < job.n_tokens; t0 += kQuantizeTokens)
+                pieces_.push_back({int32_t(j), t0, std::min(job.n_tokens, t0 + kQuantizeTokens)});
         if (job.n_tokens == 0) continue;
         for (int64_t r0 = 0; r0 < w.rows; r0 += kRowTile) tiles_.push_back({int32_t(j), r0, std::min(w.rows, r0 + kRowTile)});
     }
+    // Quantize (and for the GEMM pack) the activations, split over the threads by tokens: prefill
+    // quantizes hundreds of tokens per product, which would otherwise run on one thread.
+    auto quantize_piece = [&](const Tile& piece) {
+        const MatmulJob& job = jobs[size_t(piece.job)];
+        const JobKernel& k = job_kernel_[size_t(piece.job)];
+        const int64_t cols = job.w->cols;
+        uint8_t* xq = xq_.data() + xq_offset_[size_t(piece.job)];
+        for (int64_t t = piece.r0; t < piece.r1; ++t)
+            k.act->quantize(job.x + t * cols, xq + size_t(t) * k.act_row_bytes, cols, nullptr);
+        if (actp_offset_[size_t(piece.job)] != SIZE_MAX)  // piece starts are multiples of the token group
+            quant::iq1s_gemm_pack_act(cols, reinterpret_cast<const quant::block_q8_K*>(xq + size_t(piece.r0) * k.act_row_bytes),
+                                      piece.r1 - piece.r0,
+                                      actp + actp_offset_[size_t(piece.job)] + quant::iq1s_gemm_act_bytes(cols, piece.r0));
+    };
+    if (pieces_.size() > 1)
+        pool_->parallel_for(int64_t(pieces_.size()), [&](int64_t begin, int64_t end) {
+            for (int64_t i = begin; i < end; ++i) quantize_piece(pieces_[size_t(i)]);
+        });
+    else if (pieces_.size() == 1)
+        quantize_piece(pieces_[0]);
     if (tiles_.empty()) return;
 
     const bool avx2 = kernel_ == quant::Iq1sKernel::avx2;
@@ -125,6 +185,14 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         const uint8_t* xq = xq_.data() + xq_offset_[size_t(tile.job)];
         float* y = job.y;
 #if defined(__x86_64__)
+        if (actp_offset_[size_t(tile.job)] != SIZE_MAX) {  // IQ1_S as a GEMM: the tile's rows decoded once
+            const int64_t nb = cols / quant::kQK_K, n_rows = tile.r1 - tile.r0;
+            const auto* wb = reinterpret_cast<const quant::block_iq1_s*>(w.data);
+            uint8_t* panel = tile_weight_panel(quant::iq1s_gemm_weight_bytes(cols, n_rows));
+            quant::iq1s_gemm_pack_weights(cols, wb + tile.r0 * nb, nb, n_rows, panel);
+            quant::iq1s_gemm(cols, panel, n_rows, actp + actp_offset_[size_t(tile.job)], 0, n_tokens, y + tile.r0, rows);
+            return;
+        }
         if (w.type == quant::kTypeIQ1_S && avx2) {  // four rows share each activation load
             const int64_t nb = cols / quant::kQK_K;
             const auto* wb = reinterpret_cast<const quant::block_iq1_s*>(w.data);

@@ -5,7 +5,8 @@
 //          (Q8_K for the K-quants, IQ and ternary types; Q8_0 for Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4,
 //          Q1_0; Q8_1 for Q4_1, Q5_1), then the type's integer dot per row in ggml's arithmetic
 //          (AVX2 where the type has a kernel, else the scalar reference; IQ1_S runs four rows per
-//          activation load).
+//          activation load; from two tokens on AVX-512 VNNI CPUs, a GEMM that decodes each
+//          weight block once per tile of rows, quant/iq1s_gemm.hpp, with the same bits).
 //   F16/BF16  each weight row converted to float32 once per call, then dotted with every token.
 //   F32    dot_f32 (AVX2 eight-lane or scalar).
 // Every output element is one row-times-token dot computed by fixed code, so results do not
@@ -49,11 +50,14 @@ private:
     quant::Iq1sKernel kernel_;
     std::vector<uint8_t> xq_;  // quantized activations of every job, reused between calls
     std::vector<size_t> xq_offset_;
+    std::vector<uint8_t> actp_;        // IQ1_S GEMM jobs' packed activations (quant/iq1s_gemm.hpp)
+    std::vector<size_t> actp_offset_;  // per job; SIZE_MAX: the job runs row by row
     struct Tile {
         int32_t job;
         int64_t r0, r1;
     };
     std::vector<Tile> tiles_;
+    std::vector<Tile> pieces_;  // activation quantization: job, tokens [r0, r1)
     struct JobKernel {  // per job of the current call
         const quant::TypeTraits* traits = nullptr;
         const quant::TypeTraits* act = nullptr;  // the activations' type; null for float activations

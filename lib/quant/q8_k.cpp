@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "util/cpu_features.hpp"
+
 namespace strata::quant {
 
 namespace {
@@ -19,7 +21,18 @@ int nearest_int(float v) {
 
 }  // namespace
 
+#if defined(__x86_64__)
+void quantize_row_q8_k_avx512(const float* x, block_q8_K* y, int64_t n);  // q8_k_avx512.cpp
+#endif
+
 void quantize_row_q8_k(const float* x, block_q8_K* y, int64_t n) {
+#if defined(__x86_64__)
+    if (util::has_avx512_vnni_kernels()) return quantize_row_q8_k_avx512(x, y, n);
+#endif
+    quantize_row_q8_k_portable(x, y, n);
+}
+
+void quantize_row_q8_k_portable(const float* x, block_q8_K* y, int64_t n) {
     for (int64_t b = 0; b < n / kQK_K; ++b, x += kQK_K) {
         block_q8_K& out = y[b];
         float amax = 0.0f, max = 0.0f;

@@ -20,7 +20,10 @@ static_assert(sizeof(block_q8_K) == 292, "block_q8_K must be 292 bytes, as ggml 
 // An all-zero block gets d = 0, qs = 0 and (unlike ggml, which leaves them unwritten) bsums = 0.
 // n must be a multiple of 256. A block holding Inf or NaN gets unspecified (but memory-safe) values,
 // as in ggml.
+// On AVX-512 CPUs sixteen values at a time (q8_k_avx512.cpp), with the same bits as the
+// portable loop, which is also callable on its own (for tests).
 void quantize_row_q8_k(const float* x, block_q8_K* y, int64_t n);
+void quantize_row_q8_k_portable(const float* x, block_q8_K* y, int64_t n);
 void dequantize_row_q8_k(const block_q8_K* x, float* y, int64_t n);
 
 }  // namespace strata::quant

@@ -33,6 +33,10 @@ CpuFeatures detect() {
     if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) {
         f.avx2 = ebx & (1u << 5);
         f.avx512f = zmm && (ebx & (1u << 16));
+        f.avx512dq = zmm && (ebx & (1u << 17));
+        f.avx512bw = zmm && (ebx & (1u << 30));
+        f.avx512vl = zmm && (ebx & (1u << 31));
+        f.avx512vnni = zmm && (ecx & (1u << 11));
     }
     return f;
 }
@@ -55,6 +59,15 @@ bool has_avx2_kernels() {
 #if defined(__x86_64__)
     const auto& f = cpu_features();
     return f.avx2 && f.fma && f.f16c;
+#else
+    return false;
+#endif
+}
+
+bool has_avx512_vnni_kernels() {
+#if defined(__x86_64__)
+    const auto& f = cpu_features();
+    return has_avx2_kernels() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
 #else
     return false;
 #endif

@@ -8,6 +8,10 @@ struct CpuFeatures {
     bool fma = false;
     bool f16c = false;
     bool avx512f = false;
+    bool avx512bw = false;
+    bool avx512vl = false;
+    bool avx512dq = false;
+    bool avx512vnni = false;  // VPDPBUSD on 512-bit registers (Ice Lake, Sapphire Rapids, Zen 4)
 };
 
 // Detected once; $STRATA_CPU=scalar forces the portable kernels (for tests and comparisons).
@@ -15,5 +19,8 @@ const CpuFeatures& cpu_features();
 
 // AVX2, FMA and F16C together on x86-64: what every kernel compiled for AVX2 uses (so it may run).
 bool has_avx2_kernels();
+
+// AVX2 kernels plus AVX-512 F, BW, VL, DQ and VNNI: what every kernel in an *_avx512.cpp file uses.
+bool has_avx512_vnni_kernels();
 
 }  // namespace strata::util
