@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "exec/attention_cpu.hpp"
 #include "exec/context_scratch.hpp"
 #include "exec/cpu_backend.hpp"
 #include "exec/stage_memory.hpp"
@@ -291,35 +292,31 @@ void Context::attention_gqa(int64_t li, int64_t n) {
 }
 
 // Causal grouped-query attention of the n new tokens against the cache (which already holds
-// them). One (token, head) pair is one unit of work, computed the same way whatever the batch,
-// so one-token decode reproduces prefill exactly.
+// them). One (token, KV head) pair is one group of the attention kernels (attention_cpu.hpp): its
+// G query heads read each cached key and value once, straight from the cache's storage. Each
+// (token, head) is computed the same way whatever the batch and thread count, so one-token
+// decode reproduces prefill exactly.
 void Context::attention_scores_gqa(int64_t il, int64_t n) {
-    const int64_t Q = hp_.n_q(), D = hp_.head_dim, H = hp_.n_head, G = hp_.n_gqa();
+    const int64_t Q = hp_.n_q(), D = hp_.head_dim, KV = hp_.n_head_kv, G = hp_.n_gqa();
     const float scale = float(1.0 / std::sqrt(double(D)));
-    const int64_t max_keys = 1 + *std::max_element(s_->tok_pos.begin(), s_->tok_pos.begin() + n);
-    backend_->parallel_for(n * H, [&](int64_t begin, int64_t end) {
-        std::vector<float> scores(static_cast<size_t>(max_keys)), kv(static_cast<size_t>(D));
-        for (int64_t job = begin; job < end; ++job) {
-            const int64_t t = job / H, h = job % H, kvh = h / G;
-            // Causal, within the token's own slot: its positions 0 .. pos.
-            const int64_t n_keys = s_->tok_pos[size_t(t)] + 1;
-            const int64_t row0 = cache_row(s_->tok_seq[size_t(t)], 0);
-            const float* q = s_->q.data() + t * Q + h * D;
-            for (int64_t p = 0; p < n_keys; ++p) {
-                kv_.load_k(il, row0 + p, kvh, kv.data());
-                float dot = 0.0f;
-                for (int64_t d = 0; d < D; ++d) dot += q[d] * kv[size_t(d)];
-                scores[size_t(p)] = dot * scale;
-            }
-            softmax(scores.data(), n_keys);
-            float* o = s_->attn.data() + t * Q + h * D;
-            std::fill(o, o + D, 0.0f);
-            for (int64_t p = 0; p < n_keys; ++p) {
-                kv_.load_v(il, row0 + p, kvh, kv.data());
-                const float a = scores[size_t(p)];
-                for (int64_t d = 0; d < D; ++d) o[d] += a * kv[size_t(d)];
-            }
-        }
+    const attn::RowType type = kv_.type() == KvType::q8_0 ? attn::RowType::q8_0 : attn::RowType::f16;
+    const uint64_t stride = kv_.row_bytes();
+    attn::attend(*backend_, n * KV, [&](int64_t job) {
+        const int64_t t = job / KV, kvh = job % KV;
+        // Causal, within the token's own slot: its positions 0 .. pos.
+        const int64_t row0 = cache_row(s_->tok_seq[size_t(t)], 0);
+        attn::Group g;
+        g.q_a = s_->q.data() + t * Q + kvh * G * D;
+        g.q_a_stride = D;
+        g.dk_a = g.dk = g.dv = D;
+        g.n_rows = G;
+        g.n_keys = s_->tok_pos[size_t(t)] + 1;
+        g.k = {kv_.k_head(il, row0, kvh), stride, type};
+        g.v = {kv_.v_head(il, row0, kvh), stride, type};
+        g.scale = scale;
+        g.out = s_->attn.data() + t * Q + kvh * G * D;
+        g.out_stride = D;
+        return g;
     });
 }
 

@@ -3,13 +3,13 @@
 // query is moved into the latent space (q_abs = k_b[h] q_nope), scored against c and k_pe, and
 // its latent-space output moved back by v_b[h]. One (token, head) pair is one unit of work done
 // the same way whatever the batch, so one-token decode reproduces prefill exactly.
+#include <algorithm>
 #include <cmath>
 
+#include "exec/attention_cpu.hpp"
 #include "exec/context.hpp"
 #include "exec/context_scratch.hpp"
 #include "exec/ops.hpp"
-#include "quant/gemv.hpp"
-#include "quant/iq1s_dot.hpp"
 
 namespace strata::exec {
 
@@ -79,41 +79,39 @@ void Context::attention_mla(int64_t li, int64_t n) {
     be.matmul(L.wo, s.attn.data(), n, s.proj.data());
 }
 
+// Each (token, block of heads) is one group of the attention kernels (attention_cpu.hpp): the
+// block's queries [q_abs | q_pe] against the cached rows [c | k_pe], the values being the rows'
+// first kv_lora_rank values, read straight from the cache's storage. A row's result does not
+// depend on the rows grouped with it, so the block size is free: blocks of 16 heads keep both
+// threads busy on one decode token at a short context, and still share each row's read and
+// conversion between 16 heads.
 void Context::attention_scores_mla(int64_t li, int64_t n) {
     const model::MlaParams& m = hp_.mla;
-    const int64_t H = hp_.n_head, C = m.kv_lora_rank, R = hp_.rope.n_rot, Qw = m.qk_nope + R, W = C + R;
-    const float scale = float(m.kq_scale);
+    const int64_t H = hp_.n_head, C = m.kv_lora_rank, R = hp_.rope.n_rot, Qw = m.qk_nope + R;
+    const int64_t HB = std::min<int64_t>(H, 16), n_blocks = (H + HB - 1) / HB;
+    const attn::RowType type = latent_.type() == KvType::q8_0 ? attn::RowType::q8_0 : attn::RowType::f16;
+    const uint64_t stride = latent_.row_bytes();
+    const int64_t slot = mla_slot_[size_t(li)];
     Scratch& s = *s_;
-    const bool avx2 = quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::avx2;
-    auto dot = [avx2](const float* a, const float* b, int64_t len) {
-        return avx2 ? quant::dot_f32_avx2(a, b, len) : quant::dot_f32_scalar(a, b, len);
-    };
-    // One slot's tokens at a time: its cached rows once, shared by all its heads.
-    for (const SeqRun& run : s.runs) {
-        const int64_t n_rows = run.pos + run.n;
-        latent_.load(mla_slot_[size_t(li)], cache_row(run.seq, 0), n_rows, s.latent.data());
-        backend_->parallel_for(run.n * H, [&](int64_t begin, int64_t end) {
-            std::vector<float> scores(static_cast<size_t>(n_rows));
-            for (int64_t job = begin; job < end; ++job) {
-                const int64_t t = run.first + job / H, h = job % H;
-                const int64_t n_keys = run.pos + (t - run.first) + 1;  // causal
-                const float* qa = s.q_abs.data() + (h * n + t) * C;
-                const float* qpe = s.q.data() + t * H * Qw + h * Qw + m.qk_nope;
-                for (int64_t p = 0; p < n_keys; ++p) {
-                    const float* key = s.latent.data() + p * W;
-                    scores[size_t(p)] = (dot(qa, key, C) + dot(qpe, key + C, R)) * scale;
-                }
-                softmax(scores.data(), n_keys);
-                float* o = s.o_lat.data() + (h * n + t) * C;
-                std::fill(o, o + C, 0.0f);
-                for (int64_t p = 0; p < n_keys; ++p) {
-                    const float a = scores[size_t(p)];
-                    const float* key = s.latent.data() + p * W;
-                    for (int64_t c = 0; c < C; ++c) o[c] += a * key[c];
-                }
-            }
-        });
-    }
+    attn::attend(*backend_, n * n_blocks, [&](int64_t job) {
+        const int64_t t = job / n_blocks, h0 = job % n_blocks * HB;
+        const uint8_t* rows = latent_.row_data(slot, cache_row(s.tok_seq[size_t(t)], 0));
+        attn::Group g;
+        g.q_a = s.q_abs.data() + (h0 * n + t) * C;  // head-major: head h + 1 is n * C further on
+        g.q_a_stride = n * C;
+        g.q_b = s.q.data() + t * H * Qw + h0 * Qw + m.qk_nope;
+        g.q_b_stride = Qw;
+        g.dk_a = C;
+        g.dk = C + R;
+        g.dv = C;
+        g.n_rows = std::min(HB, H - h0);
+        g.n_keys = s.tok_pos[size_t(t)] + 1;  // causal
+        g.k = g.v = {rows, stride, type};
+        g.scale = float(m.kq_scale);
+        g.out = s.o_lat.data() + (h0 * n + t) * C;
+        g.out_stride = n * C;
+        return g;
+    });
 }
 
 }  // namespace strata::exec

@@ -45,9 +45,15 @@ public:
     // Reads head h of position pos (head_dim floats) into out.
     void load_k(int64_t il, int64_t pos, int64_t h, float* out) const;
     void load_v(int64_t il, int64_t pos, int64_t h, float* out) const;
+    // The stored bytes of head h of position pos (K or V); the same head of position pos + i is
+    // i * row_bytes() further on. f16: head_dim binary16; q8_0: head_dim / 32 blocks.
+    const uint8_t* k_head(int64_t il, int64_t pos, int64_t h) const { return at(il, 0, pos) + uint64_t(h) * head_bytes(); }
+    const uint8_t* v_head(int64_t il, int64_t pos, int64_t h) const { return at(il, 1, pos) + uint64_t(h) * head_bytes(); }
+    uint64_t row_bytes() const { return row_bytes_; }
 
 private:
     const uint8_t* at(int64_t il, int which, int64_t pos) const;
+    uint64_t head_bytes() const { return row_bytes_ / uint64_t(n_head_kv_); }
     void load(const uint8_t* row, int64_t h, float* out) const;
 
     KvType type_ = KvType::f16;

@@ -20,6 +20,7 @@ public:
     LatentCache(KvType type, int64_t n_layers, int64_t n_ctx, int64_t kv_lora, int64_t n_rot);
 
     uint64_t bytes() const { return uint64_t(data_.size()); }
+    KvType type() const { return type_; }
     int64_t width() const { return kv_lora_ + n_rot_; }
 
     // Stores kv_lora + n_rot floats (latent, then rope key) at position pos of layer il.
@@ -29,6 +30,10 @@ public:
     // Reads positions [first, first + n) (a Context with several sequences keeps each one's
     // positions at its own offset).
     void load(int64_t il, int64_t first, int64_t n, float* out) const;
+    // The stored row of position pos in layer il (f16: width() binary16; q8_0: width() / 32
+    // blocks); position pos + i is i * row_bytes() further on.
+    const uint8_t* row_data(int64_t il, int64_t pos) const { return at(il, pos); }
+    uint64_t row_bytes() const { return row_bytes_; }
 
 private:
     const uint8_t* at(int64_t il, int64_t pos) const {
