@@ -12,6 +12,7 @@
 #include "bench_util.hpp"
 #include "quant/iq1s_dot.hpp"
 #include "quant/iq1s_gemm.hpp"
+#include "quant/iq1s_gemm_panel.hpp"
 #include "quant/q8_k.hpp"
 
 using namespace strata;
@@ -19,15 +20,16 @@ using namespace strata;
 int main(int argc, char** argv) {
     int64_t rows = 2048, cols = 2048;
     int reps = 5;
-    std::string json_path;
+    std::string json_path, kernel = "best";
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--rows") rows = std::atoll(bench::option_value(argc, argv, i));
         else if (a == "--cols") cols = std::atoll(bench::option_value(argc, argv, i));
         else if (a == "--reps") reps = std::atoi(bench::option_value(argc, argv, i));
         else if (a == "--json") json_path = bench::option_value(argc, argv, i);
+        else if (a == "--kernel") kernel = bench::option_value(argc, argv, i);
         else {
-            std::fprintf(stderr, "usage: %s [--rows N] [--cols N (multiple of 256)] [--reps N] [--json out.json]\n", argv[0]);
+            std::fprintf(stderr, "usage: %s [--rows N] [--cols N (multiple of 256)] [--reps N] [--kernel best|avx2|avx512] [--json out.json]\n", argv[0]);
             return 2;
         }
     }
@@ -35,8 +37,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bad arguments\n");
         return 2;
     }
-    if (!quant::iq1s_gemm_available() || !util::has_avx2_kernels()) {
-        std::fprintf(stderr, "this CPU has no AVX-512 VNNI (or STRATA_CPU=scalar): nothing to compare\n");
+    if (!quant::iq1s_gemm_available()) {
+        std::fprintf(stderr, "this CPU has no AVX2 (or STRATA_CPU=scalar): nothing to compare\n");
+        return 1;
+    }
+    if (kernel != "best" && kernel != "avx2" && kernel != "avx512") {
+        std::fprintf(stderr, "--kernel takes best, avx2 or avx512\n");
+        return 2;
+    }
+    const bool avx512 = kernel == "avx512" || (kernel == "best" && util::has_avx512_vnni_kernels());
+    if (avx512 && !util::has_avx512_vnni_kernels()) {
+        std::fprintf(stderr, "--kernel avx512: this CPU has no AVX-512 VNNI\n");
         return 1;
     }
     const int64_t nb = cols / 256, max_tok = 512;
@@ -59,10 +70,11 @@ int main(int argc, char** argv) {
     uint8_t* ap = align(ap_buf);
     std::vector<float> y_row(size_t(max_tok * rows)), y_gemm(size_t(max_tok * rows));
 
-    std::printf("IQ1_S %lld x %lld, one thread, %s\n", (long long)rows, (long long)cols, bench::cpu_model().c_str());
+    std::printf("IQ1_S %lld x %lld, one thread, GEMM kernel %s, %s\n", (long long)rows, (long long)cols,
+                avx512 ? "avx512" : "avx2", bench::cpu_model().c_str());
     std::printf("%8s %14s %14s %8s %s\n", "tokens", "row GMAC/s", "GEMM GMAC/s", "ratio", "same bits");
     std::string json = "{\"bench\":\"iq1s_gemm\",\"rows\":" + std::to_string(rows) + ",\"cols\":" + std::to_string(cols) +
-                       ",\"cpu\":\"" + bench::json_escape(bench::cpu_model()) + "\",\"load_before\":\"" +
+                       ",\"kernel\":\"" + std::string(avx512 ? "avx512" : "avx2") + "\",\"cpu\":\"" + bench::json_escape(bench::cpu_model()) + "\",\"load_before\":\"" +
                        bench::json_escape(bench::loadavg()) + "\",\"results\":[";
     bool first = true, all_same = true;
     for (int64_t n_tok : {1, 2, 3, 4, 8, 16, 64, 512}) {
@@ -77,8 +89,8 @@ int main(int argc, char** argv) {
             quant::iq1s_gemm_pack_act(cols, xq.data(), n_tok, ap);
             for (int64_t r0 = 0; r0 < rows; r0 += 16) {
                 const int64_t n = std::min<int64_t>(16, rows - r0);
-                quant::iq1s_gemm_pack_weights(cols, w.data() + r0 * nb, nb, n, wp);
-                quant::iq1s_gemm(cols, wp, n, ap, 0, n_tok, y_gemm.data() + r0, rows);
+                quant::iq1s_gemm_detail::pack_weights_with(avx512, cols, w.data() + r0 * nb, nb, n, wp);
+                quant::iq1s_gemm_detail::gemm_with(avx512, cols, wp, n, ap, 0, n_tok, y_gemm.data() + r0, rows);
             }
         });
         const bool same = std::memcmp(y_row.data(), y_gemm.data(), size_t(n_tok * rows) * sizeof(float)) == 0;

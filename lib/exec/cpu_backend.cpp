@@ -7,6 +7,7 @@
 #include "quant/convert.hpp"
 #include "quant/formats.hpp"
 #include "quant/gemv.hpp"
+#include "quant/gemm_tokens.hpp"
 #include "quant/half.hpp"
 #include "quant/iq1s_gemm.hpp"
 #include "quant/q8_0.hpp"
@@ -22,11 +23,6 @@ namespace {
 
 // Rows per inner tile: the tile's weights stay in cache while every token of the batch uses them.
 constexpr int64_t kRowTile = 16;
-
-// From this many tokens an IQ1_S product runs as a GEMM (quant/iq1s_gemm.hpp) on CPUs that have
-// it: each weight block is decoded once per tile instead of once per token. Both paths give the
-// same bits, so the threshold only trades speed.
-constexpr int64_t kIq1sGemmMinTokens = 2;
 
 // Tokens per piece of activation quantization handed to a thread (a multiple of the GEMM's token
 // group, so each piece packs whole groups).
@@ -121,6 +117,8 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         if (traits.dot_type != quant::kTypeF32) {
             k.act = quant::find_type_traits(traits.dot_type);
             k.dot = quant::best_vec_dot(traits, scalar);
+            // The multi-token kernels give best_vec_dot's bits (quant/gemm_tokens.hpp).
+            if (job.n_tokens >= 2) k.multi = quant::find_multi_dot(traits, scalar);
             k.act_row_bytes = quant::row_size(traits.dot_type, w.cols);
             xq_bytes += size_t(job.n_tokens) * k.act_row_bytes;
         }
@@ -131,7 +129,7 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
     actp_offset_.assign(jobs.size(), SIZE_MAX);
     size_t actp_bytes = 0;
     for (size_t j = 0; j < jobs.size(); ++j)
-        if (gemm && jobs[j].w->type == quant::kTypeIQ1_S && jobs[j].n_tokens >= kIq1sGemmMinTokens) {
+        if (gemm && jobs[j].w->type == quant::kTypeIQ1_S && jobs[j].n_tokens >= quant::iq1s_gemm_min_tokens()) {
             actp_offset_[j] = actp_bytes;
             actp_bytes += quant::iq1s_gemm_act_bytes(jobs[j].w->cols, jobs[j].n_tokens);
         }
@@ -203,6 +201,17 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
             return;
         }
 #endif
+        if (k.multi.fn) {  // several rows x several tokens per call, each weight block unpacked once
+            for (int64_t t0 = 0; t0 < n_tokens; t0 += k.multi.max_tokens) {
+                const int nt = int(std::min<int64_t>(k.multi.max_tokens, n_tokens - t0));
+                for (int64_t r0 = tile.r0; r0 < tile.r1; r0 += k.multi.max_rows) {
+                    const int nr = int(std::min<int64_t>(k.multi.max_rows, tile.r1 - r0));
+                    k.multi.fn(cols, w.row(r0), size_t(w.row_bytes), nr, xq + size_t(t0) * k.act_row_bytes,
+                               k.act_row_bytes, nt, y + t0 * rows + r0, rows);
+                }
+            }
+            return;
+        }
         if (k.dot) {
             for (int64_t t = 0; t < n_tokens; ++t) {
                 const uint8_t* xt = xq + size_t(t) * k.act_row_bytes;

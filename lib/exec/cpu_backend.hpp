@@ -5,8 +5,9 @@
 //          (Q8_K for the K-quants, IQ and ternary types; Q8_0 for Q4_0, Q5_0, Q8_0, IQ4_NL, MXFP4,
 //          Q1_0; Q8_1 for Q4_1, Q5_1), then the type's integer dot per row in ggml's arithmetic
 //          (AVX2 where the type has a kernel, else the scalar reference; IQ1_S runs four rows per
-//          activation load; from two tokens on AVX-512 VNNI CPUs, a GEMM that decodes each
-//          weight block once per tile of rows, quant/iq1s_gemm.hpp, with the same bits).
+//          activation load). Several tokens: IQ1_S as a GEMM that decodes each weight block once
+//          per tile of rows (quant/iq1s_gemm.hpp), the legacy, K-quant and IQ4_XS types through
+//          multi-token kernels (quant/gemm_tokens.hpp), both with the one-token dot's bits.
 //   F16/BF16  each weight row converted to float32 once per call, then dotted with every token.
 //   F32    dot_f32 (AVX2 eight-lane or scalar).
 // Every output element is one row-times-token dot computed by fixed code, so results do not
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "exec/backend.hpp"
+#include "quant/gemm_tokens.hpp"
 #include "quant/iq1s_dot.hpp"
 #include "quant/type_traits.hpp"
 
@@ -62,6 +64,7 @@ private:
         const quant::TypeTraits* traits = nullptr;
         const quant::TypeTraits* act = nullptr;  // the activations' type; null for float activations
         quant::VecDotFn dot = nullptr;
+        quant::MultiDot multi;  // for two tokens or more: the type's multi-token kernel, if any
         size_t act_row_bytes = 0;
     };
     std::vector<JobKernel> job_kernel_;

@@ -1,4 +1,5 @@
-// IQ1_S x Q8_K products of many tokens at once (prefill), on AVX-512 VNNI CPUs.
+// IQ1_S x Q8_K products of many tokens at once (prefill), on AVX-512 VNNI CPUs (and with the
+// same panels and bits on AVX2 ones: VPMADDUBSW + VPMADDWD in place of VPDPBUSD).
 //
 // The one-row dot (iq1s_dot_avx2.cpp) spends most of its time decoding weights: 32 grid lookups
 // and their shuffles per superblock, for every token again. Here a tile of rows is decoded once
@@ -27,9 +28,15 @@ namespace strata::quant {
 inline constexpr int kIq1sGemmRowGroup = 4;    // rows packed (and multiplied) together
 inline constexpr int kIq1sGemmTokenGroup = 2;  // tokens packed (and multiplied) together
 
-// True when this CPU runs the kernels (AVX-512 F/BW/VL/DQ/VNNI and AVX2+FMA+F16C, and
-// $STRATA_CPU is not "scalar").
+// True when this CPU runs the kernels (AVX2+FMA+F16C, and $STRATA_CPU is not "scalar"); they use
+// AVX-512 F/BW/VL/DQ/VNNI where the CPU has it.
 bool iq1s_gemm_available();
+
+// From how many tokens the GEMM beats the one-row kernel run per token on this CPU (measured with
+// bench/bench_iq1s_gemm on a Xeon with AVX-512: 2 tokens for the VNNI kernel, 8 for the AVX2 one,
+// whose scalar grid lookups while packing cost more). Both give the same bits, so this trades
+// speed only.
+int64_t iq1s_gemm_min_tokens();
 
 // Bytes of the packed activations of n_tok tokens of n columns (n a multiple of 256; tokens padded
 // to whole groups), and of the packed weights of n_rows rows (padded to whole groups).
@@ -37,16 +44,16 @@ size_t iq1s_gemm_act_bytes(int64_t n, int64_t n_tok);
 size_t iq1s_gemm_weight_bytes(int64_t n, int64_t n_rows);
 
 // Packs n_tok tokens of Q8_K activations (token t's blocks at x + t * n/256) into `packed`
-// (iq1s_gemm_act_bytes, 64-byte aligned). Padding tokens are zeroed. AVX-512 VNNI CPUs only.
+// (iq1s_gemm_act_bytes, 64-byte aligned). Padding tokens are zeroed. iq1s_gemm_available() CPUs only.
 void iq1s_gemm_pack_act(int64_t n, const block_q8_K* x, int64_t n_tok, void* packed);
 
 // Packs n_rows rows (row i at w + i * row_stride_blocks) into `packed` (iq1s_gemm_weight_bytes,
-// 64-byte aligned). Padding rows are zeroed. AVX-512 VNNI CPUs only.
+// 64-byte aligned). Padding rows are zeroed. iq1s_gemm_available() CPUs only.
 void iq1s_gemm_pack_weights(int64_t n, const block_iq1_s* w, int64_t row_stride_blocks, int64_t n_rows, void* packed);
 
 // y[t * y_stride + r] = dot(row r, token t0 + t) for r < n_rows, t < n_tok, from panels packed by
 // the two functions above (the weights of exactly n_rows rows; t0 a multiple of
-// kIq1sGemmTokenGroup, the tokens within the packed ones). AVX-512 VNNI CPUs only.
+// kIq1sGemmTokenGroup, the tokens within the packed ones). iq1s_gemm_available() CPUs only.
 void iq1s_gemm(int64_t n, const void* packed_w, int64_t n_rows, const void* packed_act, int64_t t0, int64_t n_tok,
                float* y, int64_t y_stride);
 

@@ -1,4 +1,4 @@
-// The AVX-512 VNNI IQ1_S prefill kernels (iq1s_gemm.hpp); this file alone is compiled with
+// The AVX-512 VNNI IQ1_S prefill kernels (iq1s_gemm.hpp, iq1s_gemm_panel.hpp); this file alone is compiled with
 // AVX-512. Only intrinsics and this file's own static functions are used: an inline function of a
 // shared header emitted here could be picked by the linker for portable callers (so no
 // f16_to_f32 or iq1s_group_index from iq1s_block.hpp; their arithmetic is written out below).
@@ -11,19 +11,11 @@
 #include "quant/iq1s_gemm.hpp"
 #include "quant/iq1s_gemm_panel.hpp"
 
-namespace strata::quant {
-
-using namespace iq1s_gemm_detail;
-
-namespace {
-
-// Tokens whose packed activations one tile sweeps before the next row group starts: 64 tokens of
-// a 5632-wide row are about 400 KiB, which stays in L2 while the tile's row groups use them.
-constexpr int64_t kTokenChunk = 64;
+namespace strata::quant::iq1s_gemm_detail {
 
 // Row r of group g from one IQ1_S superblock: w = ls * grid, the 128 * lane-sum correction, the
 // signed scales of sumi1 and the fp16 scale.
-void pack_row_block(const block_iq1_s& x, RowGroup& g, int r) {
+void pack_row_block_avx512(const block_iq1_s& x, RowGroup& g, int r) {
     uint16_t qh[8];
     std::memcpy(qh, x.qh, sizeof qh);
     // Grid index of group i (sub-block i/4): qs[i] | bits 3(i%4)..3(i%4)+2 of qh[i/4] at bits 8..10.
@@ -69,36 +61,8 @@ void pack_row_block(const block_iq1_s& x, RowGroup& g, int r) {
     for (int j = 0; j < kIq1sGemmTokenGroup; ++j) g.d8[2 * r + j] = d;
 }
 
-void clear_row(RowGroup& g, int r) {
-    std::memset(g.w[r], 0, sizeof g.w[r]);
-    std::memset(g.corr[r], 0, sizeof g.corr[r]);
-    for (int k = 0; k < 4; ++k)
-        for (int j = 0; j < kIq1sGemmTokenGroup; ++j) g.lsg[k][2 * (2 * r + j)] = g.lsg[k][2 * (2 * r + j) + 1] = 0;
-    g.d[r] = 0.0f;
-    for (int j = 0; j < kIq1sGemmTokenGroup; ++j) g.d8[2 * r + j] = 0.0f;
-}
-
-void pack_act_block(const block_q8_K& y, ActGroup& g, int j) {
-    const __m256i bias = _mm256_set1_epi8(char(0x80));
-    for (int s = 0; s < 8; ++s)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(g.q[s] + 32 * j),
-                            _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.qs + 32 * s)), bias));
-    for (int s = 0; s < 8; ++s) {
-        const auto bsp = int16_t(y.bsums[2 * s] + y.bsums[2 * s + 1]);  // within +-4064
-        for (int r = 0; r < kIq1sGemmRowGroup; ++r) g.bsp[s / 2][2 * (2 * r + j) + s % 2] = bsp;
-    }
-    for (int k = 0; k < 8; ++k) g.d16[8 * j + k] = y.d;
-    for (int r = 0; r < kIq1sGemmRowGroup; ++r) g.d8[2 * r + j] = y.d;
-}
-
-void clear_act(ActGroup& g, int j) {
-    const block_q8_K zero{};
-    pack_act_block(zero, g, j);
-    for (int s = 0; s < 8; ++s) std::memset(g.q[s] + 32 * j, 0, 32);
-}
-
 // kIq1sGemmRowGroup rows x kIq1sGemmTokenGroup tokens over nb superblocks: out[r][j].
-void group_product(int64_t nb, const RowGroup* wg, const ActGroup* ag, float out[kIq1sGemmRowGroup][kIq1sGemmTokenGroup]) {
+void group_product_avx512(int64_t nb, const RowGroup* wg, const ActGroup* ag, GroupOut& out) {
     static_assert(kIq1sGemmRowGroup == 4 && kIq1sGemmTokenGroup == 2, "the register layout below assumes 4 x 2");
     // acc[r]: token 0's eight lane accumulators in the low half, token 1's in the high half.
     // acc1: the sumi1 accumulator of (row r, token j) in lane 2r + j.
@@ -137,64 +101,10 @@ void group_product(int64_t nb, const RowGroup* wg, const ActGroup* ag, float out
             const float* l = lanes[r] + 8 * j;
             // ggml's hsum_float_8 order, then h + acc1/8, as the one-row kernel ends.
             const float h = ((l[4] + l[0]) + (l[6] + l[2])) + ((l[5] + l[1]) + (l[7] + l[3]));
-            out[r][j] = h + kIq1sDelta * sumi1[2 * r + j];
+            out.v[r][j] = h + kIq1sDelta * sumi1[2 * r + j];
         }
 }
 
-}  // namespace
-
-void iq1s_gemm_pack_act(int64_t n, const block_q8_K* x, int64_t n_tok, void* packed) {
-    const int64_t nb = n / kQK_K, n_groups = groups(n_tok, kIq1sGemmTokenGroup);
-    auto* out = static_cast<ActGroup*>(packed);
-    for (int64_t g = 0; g < n_groups; ++g)
-        for (int j = 0; j < kIq1sGemmTokenGroup; ++j) {
-            const int64_t t = g * kIq1sGemmTokenGroup + j;
-            for (int64_t b = 0; b < nb; ++b) {
-                if (t < n_tok) pack_act_block(x[t * nb + b], out[g * nb + b], j);
-                else clear_act(out[g * nb + b], j);
-            }
-        }
-}
-
-void iq1s_gemm_pack_weights(int64_t n, const block_iq1_s* w, int64_t row_stride_blocks, int64_t n_rows, void* packed) {
-    const int64_t nb = n / kQK_K, n_groups = groups(n_rows, kIq1sGemmRowGroup);
-    auto* out = static_cast<RowGroup*>(packed);
-    for (int64_t g = 0; g < n_groups; ++g)
-        for (int r = 0; r < kIq1sGemmRowGroup; ++r) {
-            const int64_t row = g * kIq1sGemmRowGroup + r;
-            for (int64_t b = 0; b < nb; ++b) {
-                if (row < n_rows) pack_row_block(w[row * row_stride_blocks + b], out[g * nb + b], r);
-                else clear_row(out[g * nb + b], r);
-            }
-        }
-}
-
-void iq1s_gemm(int64_t n, const void* packed_w, int64_t n_rows, const void* packed_act, int64_t t0, int64_t n_tok,
-               float* y, int64_t y_stride) {
-    const int64_t nb = n / kQK_K;
-    const auto* wp = static_cast<const RowGroup*>(packed_w);
-    const auto* ap = static_cast<const ActGroup*>(packed_act);
-    const int64_t row_groups = groups(n_rows, kIq1sGemmRowGroup);
-    const int64_t g_first = t0 / kIq1sGemmTokenGroup, g_end = groups(t0 + n_tok, kIq1sGemmTokenGroup);
-    const int64_t chunk = kTokenChunk / kIq1sGemmTokenGroup;
-    float out[kIq1sGemmRowGroup][kIq1sGemmTokenGroup];
-    for (int64_t c0 = g_first; c0 < g_end; c0 += chunk) {
-        const int64_t c1 = c0 + chunk < g_end ? c0 + chunk : g_end;
-        for (int64_t rg = 0; rg < row_groups; ++rg)
-            for (int64_t g = c0; g < c1; ++g) {
-                group_product(nb, wp + rg * nb, ap + g * nb, out);
-                for (int j = 0; j < kIq1sGemmTokenGroup; ++j) {
-                    const int64_t t = g * kIq1sGemmTokenGroup + j - t0;
-                    if (t < 0 || t >= n_tok) continue;
-                    for (int r = 0; r < kIq1sGemmRowGroup; ++r) {
-                        const int64_t row = rg * kIq1sGemmRowGroup + r;
-                        if (row < n_rows) y[t * y_stride + row] = out[r][j];
-                    }
-                }
-            }
-    }
-}
-
-}  // namespace strata::quant
+}  // namespace strata::quant::iq1s_gemm_detail
 
 #endif  // __x86_64__

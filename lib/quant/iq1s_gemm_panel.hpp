@@ -1,5 +1,6 @@
-// The packed panels of the IQ1_S prefill products (iq1s_gemm.hpp): plain structs shared by the
-// portable size queries and the AVX-512 kernels.
+// The packed panels of the IQ1_S prefill products (iq1s_gemm.hpp), shared by the portable driver
+// (iq1s_gemm.cpp) and the kernels: AVX-512 VNNI (iq1s_gemm_avx512.cpp) and AVX2
+// (iq1s_gemm_avx2.cpp). Both kernels read the same panels and give the same bits.
 #pragma once
 
 #include <cstdint>
@@ -37,5 +38,26 @@ struct alignas(64) RowGroup {
 static_assert(sizeof(ActGroup) % 64 == 0 && sizeof(RowGroup) % 64 == 0);
 
 inline int64_t groups(int64_t count, int group) { return (count + group - 1) / group; }
+
+struct GroupOut {
+    float v[kIq1sGemmRowGroup][kIq1sGemmTokenGroup];  // v[r][j]: row r, token j of the groups
+};
+
+// Row r of a row group from one IQ1_S superblock / token j of a token group from one Q8_K block
+// (the AVX2 packers serve both kernels; the AVX-512 weight packer gives the same panel faster).
+void pack_row_block_avx512(const block_iq1_s& x, RowGroup& g, int r);
+void pack_row_block_avx2(const block_iq1_s& x, RowGroup& g, int r);
+void pack_act_block_avx2(const block_q8_K& y, ActGroup& g, int j);
+
+// One row group times one token group over nb superblocks.
+void group_product_avx512(int64_t nb, const RowGroup* wg, const ActGroup* ag, GroupOut& out);
+void group_product_avx2(int64_t nb, const RowGroup* wg, const ActGroup* ag, GroupOut& out);
+
+// The public calls with the kernel chosen (avx512 false: the AVX2 kernels), for the tests that
+// compare both on one machine.
+void pack_weights_with(bool avx512, int64_t n, const block_iq1_s* w, int64_t row_stride_blocks, int64_t n_rows,
+                       void* packed);
+void gemm_with(bool avx512, int64_t n, const void* packed_w, int64_t n_rows, const void* packed_act, int64_t t0,
+               int64_t n_tok, float* y, int64_t y_stride);
 
 }  // namespace strata::quant::iq1s_gemm_detail

@@ -11,6 +11,8 @@
 
 #include "quant/iq1s_dot.hpp"
 #include "quant/iq1s_gemm.hpp"
+#include "quant/iq1s_gemm_panel.hpp"
+#include "util/cpu_features.hpp"
 #include "quant_test_util.hpp"
 #include "test_support.hpp"
 
@@ -28,11 +30,19 @@ struct AlignedBytes {
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
+// The kernels this CPU can run: AVX2 always (given iq1s_gemm_available), AVX-512 VNNI where present.
+std::vector<bool> kernels_here() {
+    std::vector<bool> k{false};
+    if (util::has_avx512_vnni_kernels()) k.push_back(true);
+    else MESSAGE("no AVX-512 VNNI here: only the AVX2 kernel is checked");
+    return k;
+}
+
 }  // namespace
 
-TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the one-row AVX2 dot") {
+TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the one-row AVX2 dot, for both kernels") {
     if (!quant::iq1s_gemm_available()) {
-        MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX-512 VNNI");
+        MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2");
         return;
     }
     const uint64_t seed = test::test_seed();
@@ -54,14 +64,17 @@ TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the one-row AVX2 dot"
                     for (float& f : v) f *= s;
                     quant::quantize_row_q8_k(v.data(), x.data() + t * nb, cols);
                 }
-                AlignedBytes wp(quant::iq1s_gemm_weight_bytes(cols, rows)), ap(quant::iq1s_gemm_act_bytes(cols, n_tok));
-                quant::iq1s_gemm_pack_weights(cols, w.data(), nb, rows, wp.p);
+                AlignedBytes ap(quant::iq1s_gemm_act_bytes(cols, n_tok));
                 quant::iq1s_gemm_pack_act(cols, x.data(), n_tok, ap.p);
+                for (bool avx512 : kernels_here()) {
+                CAPTURE(avx512);
+                AlignedBytes wp(quant::iq1s_gemm_weight_bytes(cols, rows));
+                quant::iq1s_gemm_detail::pack_weights_with(avx512, cols, w.data(), nb, rows, wp.p);
                 // All tokens, then a sub-range starting at a token group (y rows padded to catch
                 // writes outside the range).
                 const int64_t stride = rows + 3;
                 std::vector<float> y(size_t(n_tok * stride), -1.0f);
-                quant::iq1s_gemm(cols, wp.p, rows, ap.p, 0, n_tok, y.data(), stride);
+                quant::iq1s_gemm_detail::gemm_with(avx512, cols, wp.p, rows, ap.p, 0, n_tok, y.data(), stride);
                 int bad = 0;
                 for (int64_t t = 0; t < n_tok; ++t)
                     for (int64_t r = 0; r < stride; ++r) {
@@ -79,8 +92,9 @@ TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the one-row AVX2 dot"
                 CHECK(bad == 0);
                 if (n_tok > 2) {
                     std::vector<float> part(size_t(n_tok * stride), -1.0f);
-                    quant::iq1s_gemm(cols, wp.p, rows, ap.p, 2, n_tok - 2, part.data(), stride);
+                    quant::iq1s_gemm_detail::gemm_with(avx512, cols, wp.p, rows, ap.p, 2, n_tok - 2, part.data(), stride);
                     CHECK(std::memcmp(part.data(), y.data() + 2 * stride, size_t((n_tok - 2) * stride) * sizeof(float)) == 0);
+                }
                 }
             }
 }
@@ -100,12 +114,17 @@ TEST_CASE("IQ1_S GEMM: extreme blocks (largest scales, every weight nonzero, ful
         for (int64_t i = 0; i < cols; ++i) v[size_t(i)] = (i + t) % 2 ? -100.0f : 100.0f;  // |q| = 127 everywhere
         quant::quantize_row_q8_k(v.data(), x.data() + t * nb, cols);
     }
-    AlignedBytes wp(quant::iq1s_gemm_weight_bytes(cols, rows)), ap(quant::iq1s_gemm_act_bytes(cols, n_tok));
-    quant::iq1s_gemm_pack_weights(cols, w.data(), nb, rows, wp.p);
+    AlignedBytes ap(quant::iq1s_gemm_act_bytes(cols, n_tok));
     quant::iq1s_gemm_pack_act(cols, x.data(), n_tok, ap.p);
-    std::vector<float> y(size_t(n_tok * rows));
-    quant::iq1s_gemm(cols, wp.p, rows, ap.p, 0, n_tok, y.data(), rows);
-    for (int64_t t = 0; t < n_tok; ++t)
-        for (int64_t r = 0; r < rows; ++r)
-            CHECK(same_bits(y[size_t(t * rows + r)], quant::vec_dot_iq1s_q8k_avx2(cols, w.data() + r * nb, x.data() + t * nb)));
+    for (bool avx512 : kernels_here()) {
+        CAPTURE(avx512);
+        AlignedBytes wp(quant::iq1s_gemm_weight_bytes(cols, rows));
+        quant::iq1s_gemm_detail::pack_weights_with(avx512, cols, w.data(), nb, rows, wp.p);
+        std::vector<float> y(size_t(n_tok * rows));
+        quant::iq1s_gemm_detail::gemm_with(avx512, cols, wp.p, rows, ap.p, 0, n_tok, y.data(), rows);
+        for (int64_t t = 0; t < n_tok; ++t)
+            for (int64_t r = 0; r < rows; ++r)
+                CHECK(same_bits(y[size_t(t * rows + r)],
+                                quant::vec_dot_iq1s_q8k_avx2(cols, w.data() + r * nb, x.data() + t * nb)));
+    }
 }
