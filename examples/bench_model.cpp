@@ -1,6 +1,6 @@
 // strata-bench MODEL [MORE-SHARDS...] -o REPORT.json [--worker HOST:PORT ...] [--repeat N]
 //              [--warmup N] [--prompt-tokens 512,4096] [--gen-tokens N] [--context-probe N]
-//              [--device cpu|cuda]
+//              [--device cpu|cuda] [--decode-depths 1,512,4096]
 // strata-bench decode MODEL ... (the same options; prompts of 512 and 4096 tokens by default)
 //
 // The default mode of strata-bench: prefill and decode at stated prompt and output lengths,
@@ -8,8 +8,11 @@
 // prompt length, each keeping its exact token counts and per-token timestamps; the figures are
 // given as median, min, max and standard deviation. --context-probe N runs an N-token input with
 // planted facts and states what was completed and verified next to the configured window. Memory
-// is sampled throughout. With --worker the run goes through a pipeline, and the deployment and
-// transport sections come from its plan. Writes REPORT.json and REPORT.md; public headers only.
+// is sampled throughout. --decode-depths D,... times decode with D tokens already in the context
+// (as llama-bench -d): one prefill of D tokens, then each run keeps the cache, re-decodes its last
+// token and generates, so the repeats do not prefill again (bench_run.hpp, run_at_depth). With
+// --worker the run goes through a pipeline, and the deployment and transport sections come from its
+// plan. Writes REPORT.json and REPORT.md; public headers only.
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -37,11 +40,14 @@ const char* kUsage =
     "                    [--key-file F] [--wire f16|bf16|f32] [--repeat N] [--warmup N]\n"
     "                    [--prompt-tokens 512,4096] [--gen-tokens N]\n"
     "                    [--context-probe N] [--probe-depths 0.1,0.5,0.9] [--ctx N] [--threads N]\n"
-    "                    [--memory-cadence-ms N] [--device cpu|cuda]\n"
+    "                    [--memory-cadence-ms N] [--device cpu|cuda] [--decode-depths 1,512,4096]\n"
     "       strata-bench decode MODEL ... (the same options; --prompt-tokens 512,4096 by default)\n"
     "Per prompt length: --warmup runs (default 1, recorded, not counted), then --repeat measured runs\n"
     "(default 3) of a prompt of exactly that many tokens and --gen-tokens generated tokens (default 32,\n"
     "greedy, end-of-generation ignored). Figures: median, min, max, stddev over the measured runs.\n"
+    "--decode-depths D,...: decode tok/s with D tokens (at least 1, the BOS) already in the context:\n"
+    "one prefill of D tokens (the first warm-up), then each run truncates the cache to D - 1 tokens,\n"
+    "re-decodes the last one untimed and generates --gen-tokens (recurrent models prefill every run).\n"
     "--context-probe N: an N-token input with facts planted at --probe-depths, recall checked per depth.\n"
     "--device cuda: a local session on the GPU (default cpu). With --device cuda, and always for\n"
     "`decode`, the report adds the weight bytes a decode step reads and, on the GPU, the streaming-read\n"
@@ -54,6 +60,7 @@ struct Options {
     strata::pipeline_params pipeline;
     int repeat = 3, warmup = 1;
     std::vector<int64_t> prompt_tokens{128};
+    std::vector<int64_t> decode_depths;  // --decode-depths; none by default
     int32_t gen_tokens = 32;
     int64_t probe_tokens = 0;
     std::vector<double> probe_depths{0.1, 0.5, 0.9};
@@ -88,6 +95,7 @@ Options parse_args(int argc, char** argv, bool decode_mode) {
         else if (a == "--repeat") o.repeat = int(cli::number(a, value(), 1, 10000));
         else if (a == "--warmup") o.warmup = int(cli::number(a, value(), 0, 10000));
         else if (a == "--prompt-tokens") o.prompt_tokens = list<int64_t>(a, value(), 1, 1 << 30);
+        else if (a == "--decode-depths") o.decode_depths = list<int64_t>(a, value(), 1, 1 << 30);
         else if (a == "--gen-tokens") o.gen_tokens = int32_t(cli::number(a, value(), 1, 1 << 24));
         else if (a == "--context-probe") o.probe_tokens = int64_t(cli::number(a, value(), 16, 1 << 30));
         else if (a == "--probe-depths") o.probe_depths = list<double>(a, value(), 0, 1);
@@ -109,6 +117,7 @@ Options parse_args(int argc, char** argv, bool decode_mode) {
     if (o.probe_depths.size() > 6) throw cli::usage_error("--probe-depths takes at most 6 depths");
     int64_t need = 0;
     for (int64_t p : o.prompt_tokens) need = std::max(need, p + o.gen_tokens);
+    for (int64_t d : o.decode_depths) need = std::max(need, d + o.gen_tokens);
     need = std::max(need, o.probe_tokens + 16);
     if (o.n_ctx == 0) o.n_ctx = need;
     else if (o.n_ctx < need)
@@ -149,6 +158,68 @@ json length_element(const Options& o, int64_t prompt_n, const json& runs) {
             {"runs", runs}};
 }
 
+// The element of one decode depth: decode figures only (its prefill is timed once, by the fill).
+json depth_element(const Options& o, int64_t depth, bool prefix_kept, const json& runs) {
+    std::vector<double> decode, decode_s;
+    bool same = true;
+    for (const json& r : runs) {
+        same = same && r["output_token_ids"] == runs.front()["output_token_ids"];
+        if (r["warmup"].get<bool>()) continue;
+        decode.push_back(r["decode_tokens_per_s"].get<double>());
+        decode_s.push_back(r["decode_s"].get<double>());
+    }
+    return {{"name", "decode at depth " + std::to_string(depth) + ", generate " + std::to_string(o.gen_tokens)},
+            {"kind", "decode_depth"},
+            {"depth_tokens", depth},
+            {"gen_tokens_stated", o.gen_tokens},
+            {"measured_runs", bench::spread(decode).n},
+            {"warmup_runs_excluded", std::max(o.warmup, 1)},
+            {"prefix",
+             prefix_kept ? "kept: one prefill of the depth (the first warm-up), then each run truncates to depth - 1 "
+                           "and re-decodes the last token untimed"
+                         : "prefilled again every run (the session cannot truncate this model's cache)"},
+            {"fill_prefill_tokens_per_s", runs.front()["prefill_tokens_per_s"]},
+            // The truncated cache must give what the fill gave: the same greedy tokens every run.
+            {"outputs_equal_fill", same},
+            {"sampling", "greedy (temperature 0), end-of-generation ignored so every run generates the stated count"},
+            {"spread",
+             {{"decode_tokens_per_s", bench::spread_json(bench::spread(decode))},
+              {"decode_s", bench::spread_json(bench::spread(decode_s))}}},
+            {"runs", runs}};
+}
+
+// --decode-depths: per depth a fill (run_once, the first warm-up), then run_at_depth runs.
+void depth_runs(const Options& o, strata::model& m, strata::session& session, strata::reports::memory_sampler& sampler,
+                json& benchmarks) {
+    for (int64_t depth : o.decode_depths) {
+        const auto prompt = bench::filler_tokens(m, size_t(depth), true);
+        json runs = json::array();
+        bool prefix_kept = true;
+        const int warm_n = std::max(o.warmup, 1);
+        for (int i = 0; i < warm_n + o.repeat; ++i) {
+            const bool warm = i < warm_n;
+            std::string label = "depth " + std::to_string(depth) + ", " +
+                                (warm ? "warm-up " + std::to_string(i + 1) : "repeat " + std::to_string(i - warm_n + 1));
+            bench::RunResult r;
+            if (i > 0 && prefix_kept) {
+                try {
+                    r = bench::run_at_depth(session, prompt, o.gen_tokens, &sampler);
+                } catch (const strata::error& e) {
+                    if (e.status() != STRATA_ERR_UNSUPPORTED) throw;
+                    prefix_kept = false;
+                }
+            }
+            if (i == 0 || !prefix_kept) r = bench::run_once(session, prompt, o.gen_tokens, &sampler);
+            if (i == 0) label += " (fill: prefill of the depth)";
+            runs.push_back(bench::run_json(r, label, warm));
+            std::fprintf(stderr, "  depth %lld, %-34s decode %8.1f tok/s  (%lld + %lld tokens)\n", (long long)depth,
+                         label.substr(label.find(", ") + 2).c_str(), runs.back()["decode_tokens_per_s"].get<double>(),
+                         (long long)r.prompt_tokens, (long long)r.output_tokens);
+        }
+        benchmarks.push_back(depth_element(o, depth, prefix_kept, runs));
+    }
+}
+
 int run(const Options& o) {
     cli::ProgressLines progress("strata-bench");  // hashing every shard for the report, a GPU upload
     strata::model m(o.model, progress.model_params());
@@ -178,6 +249,7 @@ int run(const Options& o) {
         }
         benchmarks.push_back(length_element(o, prompt_n, runs));
     }
+    depth_runs(o, m, *session, sampler, benchmarks);
     std::optional<bench::ProbeResult> probe;
     if (o.probe_tokens > 0) {
         probe = bench::context_probe(m, *session, o.probe_tokens, o.probe_depths, session->n_ctx(), &sampler);
@@ -216,13 +288,15 @@ int run(const Options& o) {
     sections["benchmarks"] = benchmarks;
     const std::string md = report_sections::write_report(sections, o.out);
     for (const json& b : benchmarks) {
-        if (b.value("kind", "") != "prompt_length") continue;
         auto summary = [&](const char* key) {
             std::vector<double> v;
             for (const json& r : b["runs"])
                 if (!r["warmup"].get<bool>()) v.push_back(r[key].get<double>());
             return bench::spread_text(bench::spread(v));
         };
+        if (b.value("kind", "") == "decode_depth")
+            std::printf("%s: decode tok/s %s\n", b["name"].get<std::string>().c_str(), summary("decode_tokens_per_s").c_str());
+        if (b.value("kind", "") != "prompt_length") continue;
         std::printf("%s: prefill tok/s %s; decode tok/s %s\n", b["name"].get<std::string>().c_str(),
                     summary("prefill_tokens_per_s").c_str(), summary("decode_tokens_per_s").c_str());
     }

@@ -40,18 +40,12 @@ std::vector<int32_t> filler_tokens(strata::model& m, size_t n, bool with_bos) {
     return out;
 }
 
-RunResult run_once(strata::session& s, const std::vector<int32_t>& prompt, int32_t gen_tokens,
-                   strata::reports::memory_sampler* sampler) {
-    RunResult r;
-    s.reset();
-    if (sampler) sampler->set_context(int64_t(prompt.size()));
-    const auto t0 = Clock::now();
-    auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
-    s.decode(prompt);
-    const auto t_prefilled = Clock::now();
-    r.prompt_tokens = s.n_past();
-    r.prefill_s = since(t_prefilled);
+namespace {
 
+// Greedy generation of `gen_tokens` from the session's last logits, timestamps since t0.
+void generate_timed(strata::session& s, RunResult& r, int32_t gen_tokens, Clock::time_point t0,
+                    strata::reports::memory_sampler* sampler) {
+    auto since = [&](Clock::time_point t) { return std::chrono::duration<double>(t - t0).count(); };
     // Generation continues from the prompt's last logits: an empty prompt adds no token.
     strata::generate_options g;
     g.max_tokens = gen_tokens;
@@ -67,6 +61,34 @@ RunResult run_once(strata::session& s, const std::vector<int32_t>& prompt, int32
     r.decode_s = since(Clock::now()) - r.prefill_s;
     r.output_tokens = gen.n_generated;
     r.stop_reason = stop_name(gen.stop_reason);
+}
+
+}  // namespace
+
+RunResult run_once(strata::session& s, const std::vector<int32_t>& prompt, int32_t gen_tokens,
+                   strata::reports::memory_sampler* sampler) {
+    RunResult r;
+    s.reset();
+    if (sampler) sampler->set_context(int64_t(prompt.size()));
+    const auto t0 = Clock::now();
+    s.decode(prompt);
+    const auto t_prefilled = Clock::now();
+    r.prompt_tokens = s.n_past();
+    r.prefill_s = std::chrono::duration<double>(t_prefilled - t0).count();
+    generate_timed(s, r, gen_tokens, t0, sampler);
+    return r;
+}
+
+RunResult run_at_depth(strata::session& s, const std::vector<int32_t>& prompt, int32_t gen_tokens,
+                       strata::reports::memory_sampler* sampler) {
+    if (prompt.empty() || s.n_past() < int64_t(prompt.size()))
+        throw std::runtime_error("run_at_depth: the session does not hold the prompt");
+    RunResult r;
+    s.seq_truncate(0, int64_t(prompt.size()) - 1);
+    s.decode({prompt.back()});
+    r.prompt_tokens = s.n_past();
+    if (sampler) sampler->set_context(r.prompt_tokens);
+    generate_timed(s, r, gen_tokens, Clock::now(), sampler);
     return r;
 }
 

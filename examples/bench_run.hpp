@@ -32,6 +32,14 @@ std::vector<int32_t> filler_tokens(strata::model& m, size_t n, bool with_bos);
 RunResult run_once(strata::session& s, const std::vector<int32_t>& prompt, int32_t gen_tokens,
                    strata::reports::memory_sampler* sampler);
 
+// Decode timed at a depth without prefilling it again: the session holds `prompt` (run_once
+// decoded it), keeps all of it but the last token, decodes that token again (untimed, so the
+// last logits are fresh) and generates `gen_tokens` from there, as run_once does. Sequences that
+// cannot truncate (recurrent KDA layers) throw strata::error (STRATA_ERR_UNSUPPORTED). The result
+// has prefill_s 0: no prefill was timed.
+RunResult run_at_depth(strata::session& s, const std::vector<int32_t>& prompt, int32_t gen_tokens,
+                       strata::reports::memory_sampler* sampler);
+
 nlohmann::ordered_json run_json(const RunResult& r, const std::string& label, bool warmup);
 
 }  // namespace bench

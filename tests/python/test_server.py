@@ -320,7 +320,11 @@ def test_full_queue_is_503_with_retry_after_and_sigterm_drains(tmp_path):
         s.proc.send_signal(signal.SIGTERM)
         t.join(30)
         assert results["r"][0] == 200, results
-        assert json.loads(results["r"][2])["usage"]["completion_tokens"] == 24
+        # Finished, not cut off: all 24 tokens, or fewer ending at the end-of-generation token
+        # (which greedy continuation after "Paris." comes depends on near-ties in the logits).
+        answer = json.loads(results["r"][2])
+        finish, n = answer["choices"][0]["finish_reason"], answer["usage"]["completion_tokens"]
+        assert (finish == "length" and n == 24) or (finish == "stop" and 0 < n < 24), answer
         assert s.terminate() == 0
     finally:
         s.kill()
