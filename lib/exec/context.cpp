@@ -190,7 +190,7 @@ void Context::write_output(const float* x, int64_t n, int64_t first, int64_t n_t
         return;
     }
     if (all_logits) {
-        for (int64_t t = 0; t < n; ++t) rms_norm(x + t * E, w_.output_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
+        norm_rows(x, w_.output_norm.data(), n, E, s_->xn.data());
         backend_->matmul(w_.output, s_->xn.data(), n, out + first * hp_.n_vocab);
     } else if (first + n == n_total) {  // the chunk holding the last token
         rms_norm(x + (n - 1) * E, w_.output_norm.data(), E, hp_.rms_eps, s_->xn.data());
@@ -224,7 +224,7 @@ void Context::run_layers(float* x, int64_t n) {
                 banked = true;
             }
         }
-        for (int64_t t = 0; t < n; ++t) rms_norm(in + t * E, L.attn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
+        norm_rows(in, L.attn_norm.data(), n, E, s_->xn.data());
         if (L.recurrent) attention_kda(int64_t(li), n);
         else if (hp_.is_mla()) attention_mla(int64_t(li), n);
         else attention_gqa(int64_t(li), n);
@@ -236,7 +236,7 @@ void Context::run_layers(float* x, int64_t n) {
             attn_res_mix(x, L.ffn_res_score.data(), n, s_->mixed.data());
             in = s_->mixed.data();
         }
-        for (int64_t t = 0; t < n; ++t) rms_norm(in + t * E, L.ffn_norm.data(), E, hp_.rms_eps, s_->xn.data() + t * E);
+        norm_rows(in, L.ffn_norm.data(), n, E, s_->xn.data());
         if (L.moe) ffn_moe(int64_t(li), n);
         else ffn_dense(L.w_gate, L.w_up, L.w_down, n, s_->proj.data());
         add_inplace(x, s_->proj.data(), n * E);

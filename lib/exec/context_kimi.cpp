@@ -1,4 +1,5 @@
 // K3's FFN activation and attention residuals (lib/model/kimi_linear.md).
+#include <algorithm>
 #include <cmath>
 
 #include "exec/context.hpp"
@@ -8,18 +9,39 @@
 namespace strata::exec {
 
 // SwiGLU, or SiTU: beta tanh(g/beta) sigmoid(g) * (lin > 0 ? lin tanh(u/lin) : u).
+// Element-wise, so a prefill batch is split over the backend's threads in fixed chunks.
 void Context::activate(float* gate, const float* up, int64_t n) const {
     const double beta = hp_.moe.situ_beta, lin = hp_.moe.situ_linear_beta;
-    if (beta <= 0.0) {
-        swiglu(gate, up, n);
+    const float b = float(beta), l = float(lin);
+    auto run = [&](int64_t i0, int64_t i1) {
+        if (beta <= 0.0) {
+            swiglu(gate + i0, up + i0, i1 - i0);
+            return;
+        }
+        for (int64_t i = i0; i < i1; ++i) {
+            const float g = gate[i];
+            const float u = l > 0.0f ? l * std::tanh(up[i] / l) : up[i];
+            gate[i] = b * std::tanh(g / b) / (1.0f + std::exp(-g)) * u;
+        }
+    };
+    constexpr int64_t kChunk = 16384;  // large enough to amortise a thread's wake-up
+    if (n < 2 * kChunk || backend_->n_threads() < 2) {
+        run(0, n);
         return;
     }
-    const float b = float(beta), l = float(lin);
-    for (int64_t i = 0; i < n; ++i) {
-        const float g = gate[i];
-        const float u = l > 0.0f ? l * std::tanh(up[i] / l) : up[i];
-        gate[i] = b * std::tanh(g / b) / (1.0f + std::exp(-g)) * u;
+    backend_->parallel_for((n + kChunk - 1) / kChunk, [&](int64_t c0, int64_t c1) {
+        run(c0 * kChunk, std::min(n, c1 * kChunk));
+    });
+}
+
+void Context::norm_rows(const float* in, const float* w, int64_t n, int64_t E, float* out) const {
+    if (n < 8 || backend_->n_threads() < 2) {
+        for (int64_t t = 0; t < n; ++t) rms_norm(in + t * E, w, E, hp_.rms_eps, out + t * E);
+        return;
     }
+    backend_->parallel_for(n, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) rms_norm(in + t * E, w, E, hp_.rms_eps, out + t * E);
+    });
 }
 
 // Per token: scores = rms_norm(entry) . w over the banked checkpoints and x, softmax, mix.
