@@ -4,6 +4,8 @@
 
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "exec/attention_cpu_impl.hpp"
 #include "quant/q8_0.hpp"
 
@@ -56,10 +58,13 @@ struct Avx2Ops {
         } else if constexpr (T == RowType::f16) {
             return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c * 16)));
         } else {  // 4 chunks per block; d * q is exact in float32 (11 by 8 significant bits)
-            const auto* b = reinterpret_cast<const quant::block_q8_0*>(row) + c / 4;
-            const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b->qs + (c % 4) * 8));
+            // Rows need not be 2-byte aligned (a q8_0 block is 34 bytes): bytes, not the struct.
+            const uint8_t* b = row + (c / 4) * int64_t(sizeof(quant::block_q8_0));
+            uint16_t d;
+            std::memcpy(&d, b, sizeof d);
+            const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + sizeof d + (c % 4) * 8));
             const __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
-            return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(b->d)), q);
+            return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(d)), q);
         }
     }
     // The first n (< 8) values of chunk c, zeros after (f32 and f16 rows: q8_0 rows have none).

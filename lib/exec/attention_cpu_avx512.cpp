@@ -7,6 +7,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cstring>
+
 #include "exec/attention_cpu_impl.hpp"
 #include "quant/q8_0.hpp"
 
@@ -65,10 +67,13 @@ struct Avx512Ops {
         } else if constexpr (T == RowType::f16) {
             return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c * 32)));
         } else {  // 2 chunks per block; d * q is exact in float32 (11 by 8 significant bits)
-            const auto* b = reinterpret_cast<const quant::block_q8_0*>(row) + c / 2;
-            const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + (c % 2) * 16));
+            // Rows need not be 2-byte aligned (a q8_0 block is 34 bytes): bytes, not the struct.
+            const uint8_t* b = row + (c / 2) * int64_t(sizeof(quant::block_q8_0));
+            uint16_t d;
+            std::memcpy(&d, b, sizeof d);
+            const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + sizeof d + (c % 2) * 16));
             const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8));
-            return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)), q);
+            return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(d)), q);
         }
     }
     // The first n (< 16) values of chunk c, zeros after (f32 and f16 rows: q8_0 rows have none).

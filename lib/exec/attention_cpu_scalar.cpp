@@ -39,8 +39,11 @@ struct ScalarOps {
             std::memcpy(&h, row + i * 2, sizeof h);
             return quant::f16_to_f32(h);
         } else {
-            const auto* b = reinterpret_cast<const quant::block_q8_0*>(row) + i / quant::kQK8_0;
-            return quant::f16_to_f32(b->d) * float(b->qs[i % quant::kQK8_0]);
+            // Rows need not be 2-byte aligned (a q8_0 block is 34 bytes): bytes, not the struct.
+            const uint8_t* b = row + (i / quant::kQK8_0) * int64_t(sizeof(quant::block_q8_0));
+            uint16_t d;
+            std::memcpy(&d, b, sizeof d);
+            return quant::f16_to_f32(d) * float(int8_t(b[sizeof d + i % quant::kQK8_0]));
         }
     }
     template <RowType T>
