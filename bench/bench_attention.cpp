@@ -4,7 +4,7 @@
 //   old     the code the attention kernels replaced: per key and head, the row decoded to float32
 //           (KvCache::load_k / load_v; latent: LatentCache::load of all rows first), then scalar
 //           dot products and a scalar softmax (reproduced here for the comparison);
-//   scalar  the attention kernels' portable form (lib/exec/attention_cpu.hpp);
+//   scalar  the attention kernels' portable form (lib/exec/attention/attention_cpu.hpp);
 //   best    their best form on this CPU (AVX-512 or AVX2);
 // on 1 and 2 threads, for the llama-1b shape (32 query heads over 8 KV heads of 64) and Kimi K2's
 // latent attention (64 heads over one latent row of 512 + 64). Prints ns per (token, head) and the
@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "exec/attention_cpu.hpp"
+#include "exec/attention/attention_cpu.hpp"
 #include "exec/cpu_backend.hpp"
-#include "exec/kv_cache.hpp"
-#include "exec/latent_cache.hpp"
+#include "exec/attention/kv_cache.hpp"
+#include "exec/attention/latent_cache.hpp"
 #include "exec/ops.hpp"
-#include "quant/gemv.hpp"
+#include "quant/dot/gemv.hpp"
 #include "util/cpu_features.hpp"
 
 using namespace strata;

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "exec/context.hpp"
+#include "exec/context/context.hpp"
 #include "gguf/digest.hpp"
 #include "gguf/ggml_types.hpp"
 #include "gguf/model_file.hpp"

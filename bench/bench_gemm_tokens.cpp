@@ -1,4 +1,4 @@
-// Multi-token dots (lib/quant/gemm_tokens.hpp) against the per-(row, token) single dot they
+// Multi-token dots (lib/quant/gemm/gemm_tokens.hpp) against the per-(row, token) single dot they
 // replace: a rows x tokens x cols product on one thread, walked as the CPU backend walks it (tiles
 // of 16 rows; inside a tile the single dot runs every token over the tile's rows, the multi-token
 // kernel runs register blocks of max_rows x max_tokens). Weights and activations are quantized
@@ -22,7 +22,7 @@
 #include "bench_util.hpp"
 #include "gguf/ggml_types.hpp"
 #include "quant/formats.hpp"
-#include "quant/gemm_tokens.hpp"
+#include "quant/gemm/gemm_tokens.hpp"
 #include "quant/type_traits.hpp"
 #include "util/cpu_features.hpp"
 

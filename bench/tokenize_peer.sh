@@ -27,7 +27,7 @@ fi
 echo "| vocabulary | pre-tokenizer | text bytes | strata MB/s | llama.cpp MB/s | strata / llama.cpp | tokens equal |"
 echo "|---|---|---|---|---|---|---|"
 for v in "${vocabs[@]}"; do
-  s="$("$BUILD/examples/strata-bench" tokenize "$v" --text "$WORK/mixed.txt" --repeat "$REPEAT" 2>/dev/null | "$PY" -c \
+  s="$("$BUILD/bin/strata-bench" tokenize "$v" --text "$WORK/mixed.txt" --repeat "$REPEAT" 2>/dev/null | "$PY" -c \
       'import json,sys; t=sys.stdin.read(); d=json.loads(t[:t.index("\n}\n")+3]); print(d["tokenize_mb_per_s_median"], d["tokens"], d["pre_tokenizer"])')"
   l="$("$WORK/tok_bench" "$v" "$WORK/mixed.txt" "$REPEAT" | "$PY" -c \
       'import json,sys; d=json.load(sys.stdin); print(d["tokenize_mb_per_s_median"], d["tokens"])')"

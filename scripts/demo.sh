@@ -53,22 +53,22 @@ if [ -n "$REAL" ]; then
   WHAT="SmolLM2-135M-Instruct, greedy"
 else
   log "writing a small llama-shaped model (6 layers) with IQ1_S weights in 3 shards to $OUT/ (random weights: expect noise)"
-  "$BUILD/examples/strata-mkmodel" --preset tiny --n-layer 6 --type iq1_s --shards 3 --seed 42 -o "$OUT/tiny.gguf"
+  "$BUILD/bin/strata-mkmodel" --preset tiny --n-layer 6 --type iq1_s --shards 3 --seed 42 -o "$OUT/tiny.gguf"
   SHARDS=("$OUT"/tiny-0000{1,2,3}-of-00003.gguf)
   QUESTION="Hello, strata"; CLIENT=(--completion); SERVER_ARGS=(); WHAT="synthetic model, random weights: expect noise"
 fi
 log "inspecting it"
-"$BUILD/examples/strata-inspect" "${SHARDS[0]}" | grep -v '^  blk\.'  # the per-layer tensor rows elided
+"$BUILD/bin/strata-inspect" "${SHARDS[0]}" | grep -v '^  blk\.'  # the per-layer tensor rows elided
 
 trap stop_started EXIT INT TERM
 WORKERS=()
 for n in 1 2; do
   start_listening "worker $n" "$OUT/worker-$n.out" "$OUT/worker-$n.log" '.*listening on \([^ ]*\).*' \
-    "$BUILD/examples/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "${SHARDS[@]}"
+    "$BUILD/bin/strata-worker" --listen 127.0.0.1:0 --threads 1 --model "${SHARDS[@]}"
   WORKERS+=(--worker "$ADDRESS")
 done
 start_listening "strata-server" "$OUT/server.out" "$OUT/server.log" '.*listening on \(http:[^ ]*\).*' \
-  "$BUILD/server/strata-server" --model "${SHARDS[@]}" "${WORKERS[@]}" --host 127.0.0.1 --port 0 \
+  "$BUILD/bin/strata-server" --model "${SHARDS[@]}" "${WORKERS[@]}" --host 127.0.0.1 --port 0 \
   --threads 1 --parallel 1 --ctx 1024 "${SERVER_ARGS[@]}"
 URL="$ADDRESS"
 for _ in $(seq 1 1200); do  # /health answers 503 while the model loads and the stages connect

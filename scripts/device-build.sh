@@ -49,7 +49,7 @@ log "gathering $OUT"
 rm -rf "$OUT"
 mkdir -p "$OUT"
 for t in "${cuda_tests[@]}"; do cp "$BUILD/cuda/$t" "$OUT/"; done
-for p in strata-bench strata-mkmodel strata-run strata-worker; do cp "$BUILD/examples/$p" "$OUT/"; done
+for p in strata-bench strata-mkmodel strata-run strata-worker; do cp "$BUILD/bin/$p" "$OUT/"; done
 lib=$(readlink -f "$BUILD/lib/libstrata.so")
 cp "$lib" "$OUT/"
 soname=$(objdump -p "$lib" | sed -n 's/^ *SONAME *//p')

@@ -1,10 +1,10 @@
-// options.cpp: parsing strata-server's command line (the mechanics in examples/cli_args.hpp).
+// options.cpp: parsing strata-server's command line (the mechanics in tools/common/cli_args.hpp).
 #include "options.hpp"
 
 #include <fstream>
 #include <sstream>
 
-#include "cli_args.hpp"
+#include "common/cli_args.hpp"
 #include "strata/strata.h"
 
 namespace server {

@@ -10,7 +10,7 @@
 
 #include "quant/convert.hpp"
 #include "quant/half.hpp"
-#include "quant/q8_0.hpp"
+#include "quant/codecs/q8_0.hpp"
 
 namespace strata::cuda_test {
 

@@ -1,4 +1,4 @@
-// GQA attention over the device KV cache (cuda/attention.cuh) against a host implementation of
+// GQA attention over the device KV cache (cuda/kernels/attention/attention.cuh) against a host implementation of
 // the CPU's arithmetic (Context::attention_scores_gqa: float dot products of the query with
 // exec::KvCache::load_k rows, times 1/sqrt(head_dim), exec::softmax, float sums of the weighted
 // load_v rows), on fresh random data with the same cache bytes on both sides: the host fills an
@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "attention.cuh"
+#include "kernels/attention/attention.cuh"
 #include "cuda_test_util.cuh"
-#include "exec/kv_cache.hpp"
+#include "exec/attention/kv_cache.hpp"
 #include "exec/ops.hpp"
 #include "kv_rows.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "bandwidth.cuh"
+#include "bench/bandwidth.cuh"
 #include "cuda_test_util.cuh"
 
 namespace {

@@ -1,4 +1,4 @@
-// The whole llama-family forward pass on the GPU (cuda/gpu_context.hpp) against the CPU's
+// The whole llama-family forward pass on the GPU (cuda/runtime/gpu_context.hpp) against the CPU's
 // exec::Context on synthetic models built in-process (tests/unit/test_exec_synth.hpp: IQ1_S
 // weights; llama with head dims 64 and 128 and grouped-query attention, a tied output, qwen2 with
 // q/k/v biases, qwen3 with per-head q/k norms; llama in Q4_K, Q5_K, Q6_K, IQ4_XS, IQ1_M and
@@ -24,10 +24,10 @@
 #include "../../tests/unit/test_exec_synth.hpp"
 #include "../../tests/unit/test_kimi_synth.hpp"
 #include "cuda_test_util.cuh"
-#include "exec/context.hpp"
-#include "exec/device_plan.hpp"
+#include "exec/context/context.hpp"
+#include "exec/memory/device_plan.hpp"
 #include "gguf/model_file.hpp"
-#include "gpu_context.hpp"
+#include "runtime/gpu_context.hpp"
 #include "model/weights.hpp"
 #include "util/error.hpp"
 
@@ -41,7 +41,7 @@ namespace {
 // differs only in float summation order; prefill products (more than 8 tokens) take f16
 // activations on tensor cores or cuBLAS instead of the CPU's Q8_K. The CPU's own Q8_K noise
 // against exact activations measures ~2% relative RMS on these IQ1_S models
-// (tests/unit/test_exec_forward.cpp), and the GPU's f16 path sits near the exact side, so the two
+// (tests/unit/exec/test_exec_forward.cpp), and the GPU's f16 path sits near the exact side, so the two
 // differ by about that much; the decode steps inherit it through the KV cache. 0.05 is 2.5x that.
 constexpr double kRelRmsBound = 0.05;
 // The CPU's greedy choice must be the GPU's unless its top-2 margin is below this fraction of the
@@ -434,7 +434,7 @@ void run_model_file(const char* path) {
     const auto file = gguf::ModelFile::open({path});
     const model::Hparams hp = model::read_hparams(*file);
     if (hp.arch.attention != model::AttentionKind::gqa) {
-        // IQ1_S models: near ties as tests/python/test_forward_deepseek2.py judges iq1_s routings.
+        // IQ1_S models: near ties as tests/python/forward/test_forward_deepseek2.py judges iq1_s routings.
         run_model_checks(path, *file, 0.015);
         return;
     }

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "cuda_test_util.cuh"
-#include "iq1s_dequant.cuh"
-#include "quant/iq1s_block.hpp"
+#include "kernels/products/iq1s_dequant.cuh"
+#include "quant/iq/iq1s_block.hpp"
 
 using namespace strata;
 using cuda_test::rng;

@@ -1,5 +1,5 @@
 // The KDA kernels (kda.cuh) against the host and against each other, on fresh random data:
-//   - the conv step and the decode step against a direct host loop and lib/exec/kda_recurrence.hpp's
+//   - the conv step and the decode step against a direct host loop and lib/exec/kda/kda_recurrence.hpp's
 //     kda_step (the L2 norms, decay, norm and gate written out on the host), 5 tokens from a zero
 //     state, both gate forms;
 //   - kda_conv_silu over 7 tokens in two calls (the window carried) against the host loop and
@@ -20,9 +20,9 @@
 
 #include "cuda_test_util.cuh"
 #include "error_metrics.hpp"
-#include "exec/kda_recurrence.hpp"
-#include "kda.cuh"
-#include "kda_chunk.cuh"
+#include "exec/kda/kda_recurrence.hpp"
+#include "kernels/kda/kda.cuh"
+#include "kernels/kda/kda_chunk.cuh"
 
 using namespace strata;
 using namespace strata::cuda_test;  // the test programs' helpers
@@ -123,7 +123,7 @@ void conv_and_decode_check(bool lower_bound) {
 
 // --- kda_conv_silu: n1 + n2 tokens in two calls against the host loop and against conv steps.
 
-// The host's causal conv + SiLU (lib/exec/context_kda.cpp's causal_conv_silu), x [n][D] in place.
+// The host's causal conv + SiLU (lib/exec/context/context_kda.cpp's causal_conv_silu), x [n][D] in place.
 void host_conv_silu(std::vector<float>& x, int n, int D, const std::vector<float>& w, int K, std::vector<float>& window) {
     const int taps = K - 1;
     for (int t = 0; t < n; ++t)

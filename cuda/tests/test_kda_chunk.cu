@@ -1,4 +1,4 @@
-// The chunked KDA prefill (kda_chunk.cuh) against the host recurrence (lib/exec/kda_recurrence.hpp):
+// The chunked KDA prefill (kda_chunk.cuh) against the host recurrence (lib/exec/kda/kda_recurrence.hpp):
 // on fresh random data (a random initial state, L2-normalized q and k, log decays from the
 // softplus gate at a weak and a moderate scale and from K3's lower-bound gate), for 1, 7, 64,
 // 100 and 300 tokens (ragged chunk tails), 2 and 3 heads, dk 64 and 128 (and 32, 96), every
@@ -15,8 +15,8 @@
 
 #include "cuda_test_util.cuh"
 #include "error_metrics.hpp"
-#include "exec/kda_recurrence.hpp"
-#include "kda_chunk.cuh"
+#include "exec/kda/kda_recurrence.hpp"
+#include "kernels/kda/kda_chunk.cuh"
 
 using namespace strata;
 using namespace strata::cuda_test;  // the test programs' helpers

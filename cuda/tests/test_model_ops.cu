@@ -1,4 +1,4 @@
-// The deepseek2 / kimi ops (cuda/model_ops.cuh) against host references mirroring lib/exec, on
+// The deepseek2 / kimi ops (cuda/kernels/ops/model_ops.cuh) against host references mirroring lib/exec, on
 // fresh random data with ragged sizes, outputs poisoned before each run:
 //   exact (bit for bit): gather_heads, scatter_heads, gather_rows, moe_combine (each product and
 //     sum rounded alone, in the CPU loop's order); a negative row index gives NaN, not a read;
@@ -26,7 +26,7 @@
 #include "cuda_test_util.cuh"
 #include "error_metrics.hpp"
 #include "exec/ops.hpp"
-#include "model_ops.cuh"
+#include "kernels/ops/model_ops.cuh"
 
 using namespace strata;
 using namespace strata::cuda_test;  // the test programs' helpers

@@ -19,13 +19,13 @@
 #include <vector>
 
 #include "cuda_test_util.cuh"
-#include "gemv.cuh"
-#include "mla_attention.cuh"
-#include "moe.cuh"
+#include "kernels/products/gemv.cuh"
+#include "kernels/attention/mla_attention.cuh"
+#include "kernels/moe/moe.cuh"
 #include "quant/half.hpp"
-#include "quant/iq1s_block.hpp"
-#include "quant/iq1s_dot.hpp"
-#include "quant/q8_k.hpp"
+#include "quant/iq/iq1s_block.hpp"
+#include "quant/dot/iq1s_dot.hpp"
+#include "quant/codecs/q8_k.hpp"
 #include "quant/type_ids.hpp"
 
 using namespace strata;
@@ -54,7 +54,7 @@ std::vector<quant::block_q8_K> host_q8k(const std::vector<float>& x, int64_t col
 
 bool host_has_avx2_kernel() { return quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::avx2; }
 
-// The AVX2 kernel's float steps over the scalar lane integers (quant/iq1s_dot.hpp), for hosts
+// The AVX2 kernel's float steps over the scalar lane integers (quant/dot/iq1s_dot.hpp), for hosts
 // without AVX2: eight fma accumulators, one for sumi1, ggml's horizontal sum.
 float avx2_order_dot(int64_t n, const quant::block_iq1_s* x, const quant::block_q8_K* y) {
     float acc[8] = {}, acc1 = 0.0f;

@@ -1,4 +1,4 @@
-// The element-wise ops (cuda/ops.cuh) and kv_store (cuda/attention.cuh) against lib/exec and
+// The element-wise ops (cuda/kernels/ops/ops.cuh) and kv_store (cuda/kernels/attention/attention.cuh) against lib/exec and
 // lib/quant on fresh random data, outputs poisoned before each run, ragged sizes:
 //   exact (bit for bit): add_inplace, add_row_bias, get_rows (vs quant::dequantize_row, every
 //     table type the GPU takes; the read-only ones on random blocks), rope (vs exec::Rope with its
@@ -16,24 +16,24 @@
 #include <string>
 #include <vector>
 
-#include "attention.cuh"
+#include "kernels/attention/attention.cuh"
 #include "cuda_test_util.cuh"
 #include "error_metrics.hpp"
-#include "device_matrix.hpp"
-#include "exec/kv_cache.hpp"
+#include "runtime/device_matrix.hpp"
+#include "exec/attention/kv_cache.hpp"
 #include "exec/ops.hpp"
 #include "exec/rope.hpp"
-#include "gpu_types.hpp"
+#include "runtime/gpu_types.hpp"
 #include "kv_rows.hpp"
 #include "model/hparams.hpp"
-#include "ops.cuh"
+#include "kernels/ops/ops.cuh"
 #include "quant/convert.hpp"
 #include "quant/formats.hpp"
 #include "quant/half.hpp"
-#include "quant/iq1s_block.hpp"
-#include "quant/q8_0.hpp"
+#include "quant/iq/iq1s_block.hpp"
+#include "quant/codecs/q8_0.hpp"
 #include "quant/type_traits.hpp"
-#include "random_blocks.hpp"
+#include "bench/random_blocks.hpp"
 
 using namespace strata;
 using namespace strata::cuda_test;  // the test programs' helpers

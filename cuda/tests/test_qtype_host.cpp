@@ -23,14 +23,14 @@
 
 #include "cuda_test_util.cuh"
 #include "exec/cpu_backend.hpp"
-#include "gemm.cuh"
-#include "gemv.cuh"
-#include "gpu_types.hpp"
-#include "qtype_decode.cuh"
-#include "qtype_dot.cuh"
-#include "random_blocks.hpp"
+#include "kernels/products/gemm.cuh"
+#include "kernels/products/gemv.cuh"
+#include "runtime/gpu_types.hpp"
+#include "kernels/products/qtype_decode.cuh"
+#include "kernels/products/qtype_dot.cuh"
+#include "bench/random_blocks.hpp"
 #include "quant/formats.hpp"
-#include "quant/q8_k.hpp"
+#include "quant/codecs/q8_k.hpp"
 #include "quant/type_traits.hpp"
 
 using namespace strata;

@@ -10,7 +10,7 @@
 #include "cuda_test_util.cuh"
 #include "exec/cpu_backend.hpp"
 #include "gguf/ggml_types.hpp"
-#include "gpu_weights.hpp"
+#include "runtime/gpu_weights.hpp"
 #include "quant/formats.hpp"
 #include "quant/type_ids.hpp"
 #include "quant/type_traits.hpp"

@@ -7,7 +7,7 @@
 #include "strata/strata.h"
 
 #if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
-#include "kernel_bench.hpp"
+#include "bench/kernel_bench.hpp"
 #endif
 
 using strata::Status;

@@ -15,7 +15,7 @@
 #include "pipeline/identity.hpp"
 #endif
 #if STRATA_HAS_PIPELINE && defined(STRATA_HAVE_CUDA)
-#include "gpu_stage.hpp"
+#include "runtime/gpu_stage.hpp"
 #endif
 
 using strata::Status;

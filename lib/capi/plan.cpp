@@ -1,8 +1,8 @@
 // strata_model_plan_json: the memory plan of every stage of a model, from its tensor table and
 // hyperparameters alone (nothing allocated). The KV and scratch figures come from the function a
-// Context plans with (exec/stage_memory.hpp), the weights and the even split from the pipeline's
+// Context plans with (exec/memory/stage_memory.hpp), the weights and the even split from the pipeline's
 // planner (pipeline/planner.hpp). For STRATA_DEVICE_CUDA each stage is what the GPU context plans
-// (cuda/gpu_plan.hpp), from the stage's bound weights.
+// (cuda/runtime/gpu_plan.hpp), from the stage's bound weights.
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -13,12 +13,12 @@
 #include "capi/device.hpp"
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
-#include "exec/stage_memory.hpp"
+#include "exec/memory/stage_memory.hpp"
 #include "model/hparams.hpp"
 #include "pipeline/planner.hpp"
 #include "util/checked.hpp"
 #ifdef STRATA_HAVE_CUDA
-#include "gpu_plan.hpp"
+#include "runtime/gpu_plan.hpp"
 #endif
 
 using strata::Status;

@@ -28,7 +28,7 @@
 #include "report/sandbox.hpp"
 
 #if defined(STRATA_HAVE_CUDA) && STRATA_HAVE_CUDA
-#include "runtime_record.hpp"
+#include "runtime/runtime_record.hpp"
 #endif
 
 struct strata_memory_sampler {

@@ -11,10 +11,10 @@
 #include "capi/guard.hpp"
 #include "capi/session.hpp"
 #include "capi/handles.hpp"
-#include "exec/batched_sequence.hpp"
+#include "exec/sequence/batched_sequence.hpp"
 #include "sample/sampler.hpp"
 #ifdef STRATA_HAVE_CUDA
-#include "gpu_sequence.hpp"
+#include "runtime/gpu_sequence.hpp"
 #endif
 
 using strata::Status;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "capi/handles.hpp"
-#include "exec/multi_sequence.hpp"
+#include "exec/sequence/multi_sequence.hpp"
 
 struct strata_session {
     // What the session needs of its model, shared: the model may be freed first. Declared

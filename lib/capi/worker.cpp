@@ -14,7 +14,7 @@
 #include "pipeline/worker.hpp"
 #endif
 #ifdef STRATA_HAVE_CUDA
-#include "gpu_stage.hpp"
+#include "runtime/gpu_stage.hpp"
 #endif
 
 using strata::Status;

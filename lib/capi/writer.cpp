@@ -12,7 +12,7 @@
 #include "gguf/ggml_types.hpp"
 #include "gguf/writer.hpp"
 #include "quant/formats.hpp"
-#include "quant/iq1s_quantize.hpp"
+#include "quant/iq/iq1s_quantize.hpp"
 
 using strata::Status;
 using strata::fail;

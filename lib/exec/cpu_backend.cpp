@@ -6,12 +6,12 @@
 
 #include "quant/convert.hpp"
 #include "quant/formats.hpp"
-#include "quant/gemv.hpp"
-#include "quant/gemm_tokens.hpp"
+#include "quant/dot/gemv.hpp"
+#include "quant/gemm/gemm_tokens.hpp"
 #include "quant/half.hpp"
-#include "quant/iq1s_gemm.hpp"
-#include "quant/q8_0.hpp"
-#include "quant/q8_k.hpp"
+#include "quant/gemm/iq1s_gemm.hpp"
+#include "quant/codecs/q8_0.hpp"
+#include "quant/codecs/q8_k.hpp"
 #include "quant/type_ids.hpp"
 #include "quant/type_traits.hpp"
 #include "util/error.hpp"
@@ -117,7 +117,7 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         if (traits.dot_type != quant::kTypeF32) {
             k.act = quant::find_type_traits(traits.dot_type);
             k.dot = quant::best_vec_dot(traits, scalar);
-            // The multi-token kernels give best_vec_dot's bits (quant/gemm_tokens.hpp).
+            // The multi-token kernels give best_vec_dot's bits (quant/gemm/gemm_tokens.hpp).
             if (job.n_tokens >= 2) k.multi = quant::find_multi_dot(traits, scalar);
             k.act_row_bytes = quant::row_size(traits.dot_type, w.cols);
             xq_bytes += size_t(job.n_tokens) * k.act_row_bytes;

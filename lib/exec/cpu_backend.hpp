@@ -6,8 +6,8 @@
 //          Q1_0; Q8_1 for Q4_1, Q5_1), then the type's integer dot per row in ggml's arithmetic
 //          (AVX2 where the type has a kernel, else the scalar reference; IQ1_S runs four rows per
 //          activation load). Several tokens: IQ1_S as a GEMM that decodes each weight block once
-//          per tile of rows (quant/iq1s_gemm.hpp), the legacy, K-quant and IQ4_XS types through
-//          multi-token kernels (quant/gemm_tokens.hpp), both with the one-token dot's bits.
+//          per tile of rows (quant/gemm/iq1s_gemm.hpp), the legacy, K-quant and IQ4_XS types through
+//          multi-token kernels (quant/gemm/gemm_tokens.hpp), both with the one-token dot's bits.
 //   F16/BF16  each weight row converted to float32 once per call, then dotted with every token.
 //   F32    dot_f32 (AVX2 eight-lane or scalar).
 // Every output element is one row-times-token dot computed by fixed code, so results do not
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "exec/backend.hpp"
-#include "quant/gemm_tokens.hpp"
-#include "quant/iq1s_dot.hpp"
+#include "quant/gemm/gemm_tokens.hpp"
+#include "quant/dot/iq1s_dot.hpp"
 #include "quant/type_traits.hpp"
 
 namespace strata::util {
@@ -52,7 +52,7 @@ private:
     quant::Iq1sKernel kernel_;
     std::vector<uint8_t> xq_;  // quantized activations of every job, reused between calls
     std::vector<size_t> xq_offset_;
-    std::vector<uint8_t> actp_;        // IQ1_S GEMM jobs' packed activations (quant/iq1s_gemm.hpp)
+    std::vector<uint8_t> actp_;        // IQ1_S GEMM jobs' packed activations (quant/gemm/iq1s_gemm.hpp)
     std::vector<size_t> actp_offset_;  // per job; SIZE_MAX: the job runs row by row
     struct Tile {
         int32_t job;

@@ -1,5 +1,5 @@
 // Which kernel a device backend runs for a product shape, chosen by measurement and remembered
-// (host logic only, so the CPU unit tests cover it; the CUDA backend, cuda/matmul.hpp, feeds it
+// (host logic only, so the CPU unit tests cover it; the CUDA backend, cuda/runtime/matmul.hpp, feeds it
 // timings). Token counts are bucketed by powers of two (16, 32, ..., 4096, and beyond) so that a
 // prefill of 300 tokens reuses the choice measured for 256..511.
 #pragma once

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "exec/context.hpp"
-#include "exec/sequence.hpp"
+#include "exec/context/context.hpp"
+#include "exec/sequence/sequence.hpp"
 #include "pipeline/planner.hpp"
 #include "transport/messages.hpp"
 #include "transport/tcp.hpp"

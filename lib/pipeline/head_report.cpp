@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "exec/context.hpp"
-#include "exec/kv_cache.hpp"
+#include "exec/context/context.hpp"
+#include "exec/attention/kv_cache.hpp"
 #include "model/hparams.hpp"
 #include "pipeline/head.hpp"
 #include "pipeline/recurrent_layers.hpp"

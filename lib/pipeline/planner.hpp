@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/kv_cache.hpp"
+#include "exec/attention/kv_cache.hpp"
 
 namespace strata::gguf {
 class ModelFile;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/context.hpp"
+#include "exec/context/context.hpp"
 #include "pipeline/recurrent_layers.hpp"
 #include "pipeline/wire_tensor.hpp"
 #include "sample/sequence_sampler.hpp"

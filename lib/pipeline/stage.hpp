@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "exec/stage_context.hpp"
+#include "exec/context/stage_context.hpp"
 #include "transport/messages.hpp"
 
 namespace strata::gguf {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "exec/memory_plan.hpp"
+#include "exec/memory/memory_plan.hpp"
 #include "pipeline/worker_reply.hpp"
 #include "transport/handshake.hpp"
 #include "transport/send.hpp"

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-SUITES = Path(__file__).resolve().parents[2] / "examples" / "suites"
+SUITES = Path(__file__).resolve().parents[2] / "tools" / "strata-eval" / "suites"
 
 
 def tool(name: str) -> Path:
     build = os.environ.get("STRATA_BUILD_DIR")
     if not build:
         raise pytest.UsageError("STRATA_BUILD_DIR is not set (ctest sets it to the CMake build folder)")
-    path = Path(build) / "examples" / name
+    path = Path(build) / "bin" / name
     if not path.is_file():
         raise pytest.UsageError(f"{path} was not built")
     return path

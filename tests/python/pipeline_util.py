@@ -33,8 +33,8 @@ def build_dir() -> Path:
 
 
 def tool(name: str) -> Path:
-    """A program of the build (examples/NAME); a missing one fails the test with the path."""
-    p = build_dir() / "examples" / name
+    """A program of the build (bin/NAME); a missing one fails the test with the path."""
+    p = build_dir() / "bin" / name
     if not p.is_file():
         pytest.fail(f"{p} is missing: build the examples (cmake --build BUILD --target {name}) "
                     f"or set STRATA_BUILD_DIR")

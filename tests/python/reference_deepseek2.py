@@ -9,7 +9,7 @@ lib/model/deepseek2.md (llama.cpp's deepseek2 graph) in float64 throughout:
               q = q_lora ? (rms_norm(h Wq_a) * q_a_norm) Wq_b : h Wq          [H, nope + R]
               ckv = h Wkv_a_mqa;  c = rms_norm(ckv[:C]) * kv_a_norm;  k_pe = ckv[C:]
               q_pe, k_pe = rope(q_pe, pos), rope(k_pe, pos)   (adjacent pairs, llama order, R dims)
-              cache += (c, k_pe)                               (kv_round="f16": rounded to f16 here)
+              cache += (c, k_pe)                               (kv_round="f16"/"q8_0": rounded here)
               DECOMPRESSED multi-head attention over the cache, per head h:
                   k[h]_p = (k_b[h]^T c_p, k_pe_p),  v[h]_p = v_b[h] c_p
                   o_h = softmax_p((q_nope[h], q_pe[h]) . k[h]_p * kq_scale) v[h]_p
@@ -169,6 +169,19 @@ def routed_experts(ref: Any, li: int, L: dict, probs: np.ndarray, pos: np.ndarra
     return picks, margins
 
 
+
+def q8_0_round(x: np.ndarray) -> np.ndarray:
+    """x through ggml's Q8_0 (quantize_row_q8_0_ref, in float32 as ggml computes it, then
+    dequantized): per block of 32, d = amax / 127, q = roundf(x / d), the value q * fp16(d)."""
+    v = np.asarray(x, dtype=np.float32)
+    blocks = v.reshape(*v.shape[:-1], -1, 32)
+    d = np.abs(blocks).max(axis=-1, keepdims=True) / np.float32(127)
+    inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
+    y = (blocks * inv).astype(np.float64)
+    q = np.where(y >= 0, np.floor(y + 0.5), np.ceil(y - 0.5))  # roundf: halves away from zero
+    out = q * d.astype(np.float16).astype(np.float64)
+    return out.reshape(v.shape)
+
 class MoEReference:
     """What the deepseek2 and kimi references share around their layers: the FFN of a layer
     (MoE with the row margins folded in, or the subclass's dense_ffn), the output head that ends
@@ -176,9 +189,9 @@ class MoEReference:
     moe(), dense_ffn(), reset() and forward()."""
 
     def open_weights(self, path: Any, kv_round: Optional[str]) -> tuple:
-        """Checks kv_round (None or "f16") and keeps it; reads the file: (weights, metadata)."""
-        if kv_round not in (None, "f16"):
-            raise ValueError(f"reference: kv_round must be None or 'f16', not {kv_round!r}")
+        """Checks kv_round (None, "f16" or "q8_0") and keeps it; reads the file: (weights, metadata)."""
+        if kv_round not in (None, "f16", "q8_0"):
+            raise ValueError(f"reference: kv_round must be None, 'f16' or 'q8_0', not {kv_round!r}")
         self.kv_round = kv_round
         w = self.w = GGUFWeights(path)
         return w, w.metadata
@@ -220,7 +233,8 @@ class ReferenceDeepseek2(MoEReference):
     def __init__(self, path: Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]],
                  kv_round: Optional[str] = None):
         """kv_round: None keeps the latent cache (c, k_pe) in float64; "f16" rounds both to float16
-        as they enter the cache (strata's default f16 cache; everything else stays float64)."""
+        as they enter the cache (strata's default f16 cache), "q8_0" through ggml's Q8_0 blocks of
+        32 (strata's q8_0 cache); everything else stays float64."""
         w, md = self.open_weights(path, kv_round)
         self.record = False
         if md.get("general.architecture") != ARCH:
@@ -420,6 +434,8 @@ class ReferenceDeepseek2(MoEReference):
             if self.kv_round == "f16":
                 c = c.astype(np.float16).astype(np.float64)
                 k_pe = k_pe.astype(np.float16).astype(np.float64)
+            elif self.kv_round == "q8_0":
+                c, k_pe = q8_0_round(c), q8_0_round(k_pe)
             c_all = self.c_cache[li] = np.concatenate([self.c_cache[li], c])
             kpe_all = self.kpe_cache[li] = np.concatenate([self.kpe_cache[li], k_pe])
             # decompress the new latents: per head k = k_b[h]^T c, v = v_b[h] c

@@ -23,10 +23,9 @@ LISTEN_TIMEOUT_S = 60.0
 
 
 def server_binary() -> Path:
-    for sub in ("server", "examples"):
-        p = build_dir() / sub / "strata-server"
-        if p.is_file():
-            return p
+    p = build_dir() / "bin" / "strata-server"
+    if p.is_file():
+        return p
     pytest.fail(f"strata-server is missing under {build_dir()}: cmake --build BUILD --target strata-server")
 
 

@@ -18,7 +18,7 @@
 #include "model/hparams.hpp"
 #include "quant/formats.hpp"
 #include "quant/half.hpp"
-#include "quant/iq1s_quantize.hpp"
+#include "quant/iq/iq1s_quantize.hpp"
 
 namespace strata::test {
 
