@@ -1,10 +1,11 @@
 """strata: ctypes bindings over libstrata's C ABI (include/strata/strata.h).
 
 The library is loaded on first use, from the first of: $STRATA_LIBRARY (if set, only it);
-the source tree's build/lib/libstrata.so and any build*/lib/libstrata.so next to it; the
-system loader (ctypes.util.find_library("strata"), then "libstrata.so.0"); or call
-use_library(path) first. When none loads, LibraryNotFound (an ImportError) lists every
-place that was tried.
+the source tree's build/lib/libstrata.so and any build*/lib/libstrata.so next to it; this
+Python's prefix (sys.prefix/lib, where `cmake --install --prefix "$VIRTUAL_ENV"` puts it); the
+system loader (ctypes.util.find_library("strata"), then "libstrata.so.0"); /usr/local/lib (an
+install not yet in ld.so.cache); or call use_library(path) first. When none loads,
+LibraryNotFound (an ImportError) lists every place that was tried.
 
 Every failed call raises StrataError with .status / .status_name and the library's message.
 """

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Optional
@@ -355,8 +356,17 @@ def _source_root() -> Optional[Path]:
     return root if (root / "include" / "strata" / "strata.h").is_file() else None
 
 
+def _prefix_paths(prefixes: list[str]) -> list[str]:
+    """PREFIX/lib/libstrata.so and PREFIX/lib64/libstrata.so of each prefix, in order."""
+    return [os.path.join(p, d, _LIB_NAME) for p in prefixes for d in ("lib", "lib64")]
+
+
 def candidate_paths() -> list[str]:
-    """Where the loader looks, in order (without $STRATA_LIBRARY, which overrides all of them)."""
+    """Where the loader looks, in order (without $STRATA_LIBRARY, which overrides all of them):
+    the source tree's build folders; this Python's prefix (a virtual environment that
+    `cmake --install --prefix` filled); the system loader (ctypes.util.find_library, then the
+    soname, which follow ld.so.cache and $LD_LIBRARY_PATH); /usr/local, where an install
+    leaves the library before ldconfig has run."""
     out: list[str] = []
     root = _source_root()
     if root is not None:
@@ -365,11 +375,13 @@ def candidate_paths() -> list[str]:
         for p in sorted(root.glob("build*/lib/" + _LIB_NAME)):
             if str(p) not in out:
                 out.append(str(p))
+    out += _prefix_paths([sys.prefix])
     found = ctypes.util.find_library("strata")
     if found:
         out.append(found)
     out.append(_LIB_NAME + ".0")
-    return out
+    out += _prefix_paths(["/usr/local"])
+    return list(dict.fromkeys(out))  # each once, first place kept
 
 
 def _declare(lib: ctypes.CDLL, where: str) -> None:

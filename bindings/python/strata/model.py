@@ -11,13 +11,11 @@ from typing import Any, Callable, Iterable, Optional, Sequence, Union
 import numpy as np
 
 from . import _lib
+from ._convert import _as_token, _buffer_text, _device_id, _key, _kv_type_id, _token_array
 from ._handle import OwnedHandle
 from ._lib import check
 from ._types import FLOAT_TYPES, SIGNED_TYPES, MetadataType, ValueType, tensor_type_name
 from .errors import StrataError
-
-if False:  # typing only
-    from .session import Session  # noqa: F401
 
 PathLike = Union[str, bytes, "os.PathLike[str]"]
 ProgressFn = Callable[[str, int, int], None]
@@ -93,6 +91,9 @@ class Model(OwnedHandle):
     """
 
     _FREE = "strata_model_free"
+    #: The class session() builds (strata.Session). session.py sets it where it defines Session:
+    #: that module builds on this one, so this one does not import it.
+    _session_class: Optional[type] = None
 
     def __init__(self, paths: Union[PathLike, Sequence[PathLike]], digest_cache_dir: Optional[PathLike] = None,
                  use_digest_cache: bool = True, progress: Optional[ProgressFn] = None):
@@ -469,13 +470,14 @@ class Model(OwnedHandle):
 
     # --- sessions -----------------------------------------------------------------------------
     def session(self, n_ctx: int = 0, n_threads: int = 0, kv_type: Union[str, int] = "f16",
-                memory_budget: int = 0, device: Union[str, int] = "cpu", **sampling: Any) -> "Session":
-        """A Session (one sequence: KV cache and sampler) on this model; see strata.Session.
+                memory_budget: int = 0, device: Union[str, int] = "cpu", **sampling: Any) -> Any:
+        """A strata.Session (one sequence: KV cache and sampler) on this model; see strata.Session.
         Sampling settings (temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed)
         may be given here; those not given keep the library's defaults."""
-        from .session import Session
-        return Session(self, n_ctx=n_ctx, n_threads=n_threads, kv_type=kv_type, memory_budget=memory_budget,
-                       device=device, **sampling)
+        if self._session_class is None:  # only when strata.session was never imported
+            raise RuntimeError("strata.session is not loaded: import strata")
+        return self._session_class(self, n_ctx=n_ctx, n_threads=n_threads, kv_type=kv_type,
+                                   memory_budget=memory_budget, device=device, **sampling)
 
     # --- memory plans -------------------------------------------------------------------------
     def plan_json(self, n_ctx: int = 4096, kv_type: Union[str, int] = "f16", layers: Optional[str] = None,
@@ -484,7 +486,6 @@ class Model(OwnedHandle):
         """strata_model_plan_json: the memory plan of each stage as JSON text, from the tensor table
         and the hyperparameters alone (nothing allocated, nothing hashed). ``device`` "cuda": the
         GPU's plan (works without a GPU)."""
-        from .session import _buffer_text, _device_id, _kv_type_id
         p = _lib.PlanParams()
         _lib.fn("strata_plan_default_params")(ctypes.byref(p))
         p.n_ctx = int(n_ctx)
@@ -516,42 +517,6 @@ class Model(OwnedHandle):
         if self._h is None:
             return "<strata.Model closed>"
         return f"<strata.Model {len(self.shards)} shard(s), {len(self.tensors)} tensors>"
-
-
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-
-
-def _as_token(t: Any) -> int:
-    if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, np.integer)):
-        raise TypeError(f"a token id must be an integer, not {type(t).__name__}")
-    v = int(t)
-    if not _I32_MIN <= v <= _I32_MAX:
-        raise OverflowError(f"token id {v} does not fit int32")
-    return v
-
-
-def _token_array(tokens: Iterable[int]) -> np.ndarray:
-    """Token ids as a contiguous int32 array (range-checked: no silent wrap-around)."""
-    if isinstance(tokens, np.ndarray):
-        if tokens.ndim != 1 or tokens.dtype.kind not in "iu":
-            raise TypeError("tokens must be a one-dimensional integer array")
-        if tokens.size and (int(tokens.min()) < _I32_MIN or int(tokens.max()) > _I32_MAX):
-            raise OverflowError("a token id does not fit int32")
-        return np.ascontiguousarray(tokens, dtype=np.int32)
-    if isinstance(tokens, (int, np.integer)):
-        raise TypeError("tokens must be a sequence of ids (wrap a single id in a list)")
-    return np.array([_as_token(t) for t in tokens], dtype=np.int32)
-
-
-def _key(key: Union[str, bytes]) -> bytes:
-    if isinstance(key, bytes):
-        return key
-    if not isinstance(key, str):
-        raise TypeError(f"key must be str, not {type(key).__name__}")
-    raw = key.encode("utf-8", "surrogateescape")
-    if b"\0" in raw:
-        raise ValueError("key contains a NUL character")
-    return raw
 
 
 def open_model(paths: Union[PathLike, Iterable[PathLike]], **kwargs: Any) -> Model:

@@ -21,10 +21,11 @@ import threading
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 from . import _lib
+from ._convert import _buffer_text, _device_id, _kv_type_id
 from ._handle import OwnedHandle
 from ._lib import check
 from .model import Model
-from .session import Session, _buffer_text, _device_id, _kv_type_id
+from .session import Session
 
 PathLike = Union[str, "os.PathLike[str]"]
 Layers = Union[None, str, Sequence[Sequence[int]]]

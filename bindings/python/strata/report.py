@@ -24,10 +24,10 @@ import os
 from typing import Any, Optional, Sequence, Union
 
 from . import _lib
+from ._convert import _buffer_text
 from ._handle import OwnedHandle
 from ._lib import check
 from .model import Model
-from .session import _buffer_text
 
 JsonInput = Union[str, bytes, dict, list]
 

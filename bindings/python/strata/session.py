@@ -9,13 +9,12 @@ from typing import Any, Callable, Iterable, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from . import _lib
+from ._convert import DEVICES, KV_TYPES  # noqa: F401 - strata.session.DEVICES / KV_TYPES, as before
+from ._convert import _buffer_text, _device_id, _kv_type_id, _token_array
 from ._handle import OwnedHandle
 from ._lib import check
-from .errors import StrataError
-from .model import Model, _token_array
+from .model import Model
 
-#: strata_kv_type values by name.
-KV_TYPES = {"f16": 0, "q8_0": 1}
 #: strata_stop_reason values (index = value).
 STOP_REASONS = ("max_tokens", "end_of_generation", "stop_string", "callback", "context_full")
 #: The sampling settings, in strata_sampling_params order.
@@ -28,42 +27,6 @@ TokenCallback = Callable[[int, bytes], Any]
 def stop_reason_name(value: int) -> str:
     """"max_tokens", "end_of_generation", ... or "unknown(<n>)"."""
     return STOP_REASONS[value] if 0 <= value < len(STOP_REASONS) else f"unknown({value})"
-
-
-def _kv_type_id(kv_type: Union[str, int]) -> int:
-    if isinstance(kv_type, str):
-        try:
-            return KV_TYPES[kv_type.strip().lower()]
-        except KeyError:
-            raise ValueError(f"unknown KV cache type {kv_type!r}; use one of {sorted(KV_TYPES)}") from None
-    return int(kv_type)
-
-
-DEVICES = {"cpu": 0, "cuda": 1}
-
-
-def _device_id(device: Union[str, int]) -> int:
-    if isinstance(device, str):
-        try:
-            return DEVICES[device.strip().lower()]
-        except KeyError:
-            raise ValueError(f"unknown device {device!r}; use one of {sorted(DEVICES)}") from None
-    return int(device)
-
-
-def _buffer_text(call: Callable[[Any, int, Any], int]) -> str:
-    """Runs a (buffer, capacity, out_needed) text call, growing the buffer once if asked."""
-    cap = 512
-    for _ in range(3):
-        buf = ctypes.create_string_buffer(cap)
-        needed = ctypes.c_size_t()
-        st = call(buf, cap, ctypes.byref(needed))
-        if st == 6 and needed.value > cap:  # BUFFER_TOO_SMALL
-            cap = needed.value
-            continue
-        check(st)
-        return buf.value.decode("utf-8", "replace")
-    raise StrataError(8, "the library kept asking for a larger buffer")
 
 
 def _sampling_struct(settings: dict[str, Any], current: dict[str, Any]) -> "_lib.SamplingParams":
@@ -452,6 +415,10 @@ class Session(OwnedHandle):
         if self._h is None:
             return "<strata.Session closed>"
         return f"<strata.Session n_ctx={self.n_ctx} n_past={self.n_past}>"
+
+
+# Model.session() builds this class: this module builds on model.py, which cannot import it back.
+Model._session_class = Session
 
 
 class Generation(Iterator[str]):

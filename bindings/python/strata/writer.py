@@ -9,10 +9,10 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from . import _lib
+from ._convert import _key
 from ._handle import OwnedHandle
 from ._lib import check
 from ._types import (FLOAT_TYPES, INTEGER_TYPES, SIGNED_TYPES, STRUCT_FORMATS, ValueType, tensor_type_id)
-from .model import _key
 
 _NP_TO_VALUE = {np.dtype(np.uint8): ValueType.U8, np.dtype(np.int8): ValueType.I8,
                 np.dtype(np.uint16): ValueType.U16, np.dtype(np.int16): ValueType.I16,

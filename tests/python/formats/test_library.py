@@ -78,7 +78,10 @@ def test_without_strata_library_the_loader_searches_the_build_tree_and_the_syste
     paths = r.stdout.split()
     root = HEADER.parents[2]
     assert paths[0] == str(root / "build" / "lib" / "libstrata.so")
-    assert paths[-1] == "libstrata.so.0"
+    # Then this Python's prefix (an install into the venv), the system loader, /usr/local last.
+    order = [os.path.join(sys.prefix, "lib", "libstrata.so"), "libstrata.so.0", "/usr/local/lib/libstrata.so"]
+    assert [p for p in paths if p in order] == order, paths
+    assert paths[-1] == "/usr/local/lib64/libstrata.so"
     assert all(p.startswith(str(root)) for p in paths if "/" in p and "build" in p)
 
 
