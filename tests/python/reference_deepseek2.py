@@ -73,6 +73,7 @@ import math
 import os
 from typing import Any, Callable, Optional, Sequence, Union
 
+import gguf
 import numpy as np
 
 from reference_llama import GGUFWeights, Rope, rms_norm
@@ -169,18 +170,13 @@ def routed_experts(ref: Any, li: int, L: dict, probs: np.ndarray, pos: np.ndarra
     return picks, margins
 
 
-
 def q8_0_round(x: np.ndarray) -> np.ndarray:
-    """x through ggml's Q8_0 (quantize_row_q8_0_ref, in float32 as ggml computes it, then
-    dequantized): per block of 32, d = amax / 127, q = roundf(x / d), the value q * fp16(d)."""
+    """x through ggml's Q8_0 blocks of 32 (quantized and dequantized by the gguf package, from
+    float32 as strata's cache writes them)."""
+    q8_0 = gguf.GGMLQuantizationType.Q8_0
     v = np.asarray(x, dtype=np.float32)
-    blocks = v.reshape(*v.shape[:-1], -1, 32)
-    d = np.abs(blocks).max(axis=-1, keepdims=True) / np.float32(127)
-    inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d != 0)
-    y = (blocks * inv).astype(np.float64)
-    q = np.where(y >= 0, np.floor(y + 0.5), np.ceil(y - 0.5))  # roundf: halves away from zero
-    out = q * d.astype(np.float16).astype(np.float64)
-    return out.reshape(v.shape)
+    return gguf.quants.dequantize(gguf.quants.quantize(v, q8_0), q8_0).astype(np.float64).reshape(v.shape)
+
 
 class MoEReference:
     """What the deepseek2 and kimi references share around their layers: the FFN of a layer
