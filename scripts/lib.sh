@@ -24,7 +24,7 @@ ensure_packages() {
 }
 
 ensure_build_packages() {
-  ensure_packages cmake ninja-build g++ make pkg-config libboost-dev doctest-dev libssl-dev nlohmann-json3-dev zlib1g-dev
+  ensure_packages cmake ninja-build g++ make pkg-config libboost-dev doctest-dev libssl-dev nlohmann-json3-dev zlib1g-dev libucx-dev
 }
 
 # A virtual environment with the pinned Python test dependencies (pytest, numpy, gguf).

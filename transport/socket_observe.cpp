@@ -37,8 +37,10 @@ std::string interface_of(const ip::address& local) {
     return name;
 }
 
+}  // namespace
+
 // SIOCGIFMTU on a throwaway datagram socket (any socket can ask; 0 when unknown).
-int mtu_of(const std::string& interface) {
+int interface_mtu(const std::string& interface) {
     if (interface.empty() || interface.size() >= IFNAMSIZ) return 0;
     const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
     if (fd < 0) return 0;
@@ -48,8 +50,6 @@ int mtu_of(const std::string& interface) {
     ::close(fd);
     return mtu;
 }
-
-}  // namespace
 
 std::string endpoint_text(const ip::tcp::endpoint& e) {
     const std::string addr = e.address().to_string();
@@ -71,7 +71,7 @@ SocketObserved observe_socket(const ip::tcp::socket& s) {
     if (!ec) {
         o.local = endpoint_text(local);
         o.interface = interface_of(local.address());
-        o.mtu = mtu_of(o.interface);
+        o.mtu = interface_mtu(o.interface);
     }
     const auto remote = s.remote_endpoint(ec);
     if (!ec) o.remote = endpoint_text(remote);

@@ -56,6 +56,9 @@ Status apply_stream_options(boost::asio::ip::tcp::socket& s, const TcpOptions& o
 // Fields it cannot learn stay at their zero values.
 SocketObserved observe_socket(const boost::asio::ip::tcp::socket& s);
 
+// The MTU of the network interface named `interface` (SIOCGIFMTU); 0 when unknown.
+int interface_mtu(const std::string& interface);
+
 // "1.2.3.4:80", "[::1]:80".
 std::string endpoint_text(const boost::asio::ip::tcp::endpoint& e);
 

@@ -19,34 +19,23 @@
 
 #include "transport/connection.hpp"
 #include "transport/deadline.hpp"
+#include "transport/link_connection.hpp"
 #include "transport/send_lock.hpp"
 #include "transport/socket_options.hpp"
 
 namespace strata::transport {
 
-// What TLS agreed on a connection, as OpenSSL reports it ("TLSv1.3", "TLS_AES_256_GCM_SHA384").
-struct TlsObserved {
-    std::string version;
-    std::string cipher;
-};
-
-// A Connection over a TCP socket, in clear or inside TLS: what callers above the interface
-// may ask of either (counters, socket settings, the TLS session if there is one).
-class SocketConnection : public Connection {
+// A Connection over a TCP socket, in clear or inside TLS. Over TLS the byte counters count the
+// bytes inside TLS (records, their headers and authentication tags and the TLS handshake are
+// not counted).
+class SocketConnection : public LinkConnection {
 public:
-    virtual bool is_open() const = 0;
-    // Frame bytes, headers included, since the connection was made: what the connection wrote
-    // and read as frames. Over TLS these are the bytes inside TLS (records, their headers and
-    // authentication tags and the TLS handshake are not counted).
-    uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
-    uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }
     // The socket's settings as the kernel reports them, and the interface it uses.
     virtual SocketObserved observed() const = 0;
-    // Protocol version and cipher when the frames travel inside TLS; nothing in clear.
-    virtual std::optional<TlsObserved> tls() const { return std::nullopt; }
-
-protected:
-    std::atomic<uint64_t> bytes_sent_{0}, bytes_received_{0};
+    std::optional<SocketObserved> socket() const override { return observed(); }
+    std::string remote() const override { return observed().remote; }
+    // Protocol version and cipher when the frames travel inside TLS; nothing in clear
+    // (LinkConnection::tls()).
 };
 
 // Stream is boost::asio::ip::tcp::socket or boost::asio::ssl::stream<tcp::socket> (the two

@@ -16,6 +16,7 @@ public:
     // Sets the socket buffers (when non-zero) and TCP_NODELAY as `options` say; io naming the
     // option the kernel refused. max_payload is fixed at construction.
     Status apply(const TcpOptions& options);
+    const char* kind() const override { return "tcp"; }
 };
 
 }  // namespace strata::transport

@@ -77,6 +77,7 @@ public:
     // `peer` names the other end in the detail. The connection is closed on failure.
     Task<Status> handshake(Clock::time_point deadline, Timeout timeout, std::string peer);
     std::optional<TlsObserved> tls() const override { return observed_tls_; }
+    const char* kind() const override { return "tls"; }
 
 private:
     std::shared_ptr<TlsContext> ctx_;
