@@ -673,9 +673,32 @@ typedef struct strata_pipeline_params {
     const char* tls_cert_file;
     const char* tls_key_file;
     const char* tls_ca_file;
+    /* What every link runs on (appended after tls_ca_file: a smaller struct_size means NULL):
+     * "tcp", "tls" (needs the TLS files above), "rdma" (UCX: RC or UD verbs on RoCE and
+     * InfiniBand, shared memory on one host, TCP where there is no RDMA device; the same frames,
+     * deadlines, heartbeats and handshake as tcp, and every worker must serve rdma), or "nccl"
+     * (not implemented yet: STRATA_ERR_UNSUPPORTED). NULL: "tcp", or "tls" when TLS files are
+     * set. A transport this build lacks is STRATA_ERR_UNSUPPORTED naming it and what is missing;
+     * an unknown name STRATA_ERR_INVALID_ARGUMENT. */
+    const char* transport;
+    /* rdma settings, passed to UCX (0 or NULL: UCX's default; ignored by other transports):
+     * rdma_transports is UCX_TLS ("rc,sm,self", "tcp"), rdma_devices UCX_NET_DEVICES
+     * ("mlx5_0:1"), rdma_mtu the InfiniBand path MTU (512, 1024, 2048 or 4096), rdma_max_inline
+     * the bytes sent inline in a work request, rdma_rx_queue_len and rdma_tx_queue_len the queue
+     * depths. strata_pipeline_plan_json reports them as configured beside what UCX chose. */
+    const char* rdma_transports;
+    const char* rdma_devices;
+    int32_t rdma_mtu;
+    int32_t rdma_max_inline;
+    int32_t rdma_rx_queue_len;
+    int32_t rdma_tx_queue_len;
 } strata_pipeline_params;
 
 STRATA_API void strata_pipeline_default_params(strata_pipeline_params* params);
+/* STRATA_OK when this build can carry pipeline links over `transport` ("tcp", "tls", "rdma",
+ * "nccl"); STRATA_ERR_UNSUPPORTED, with strata_last_error() naming the transport and what is
+ * missing (UCX, ...), when it cannot; STRATA_ERR_INVALID_ARGUMENT for another name. */
+STRATA_API strata_status strata_transport_available(const char* transport);
 /* Connects to every worker (handshake: protocol version, model identity, layer range, key),
  * plans or checks the layer ranges, and has every stage allocate its part for n_ctx tokens.
  * Errors name the stage: STRATA_ERR_REFUSED (key, model, version, range), STRATA_ERR_STAGE_FAILED
@@ -737,6 +760,16 @@ typedef struct strata_worker_params {
      * head, or a reconnect before the old connection is gone, needs that memory again.
      * Appended after tls_ca_file: a smaller struct_size means the CPU. */
     int32_t device;
+    /* What connections arrive on, and the rdma settings: as strata_pipeline_params (appended
+     * after device: a smaller struct_size means NULL, tcp or tls as the TLS files say). With
+     * "rdma" the worker listens through UCX on `listen` and heads must dial it over rdma. */
+    const char* transport;
+    const char* rdma_transports;
+    const char* rdma_devices;
+    int32_t rdma_mtu;
+    int32_t rdma_max_inline;
+    int32_t rdma_rx_queue_len;
+    int32_t rdma_tx_queue_len;
 } strata_worker_params;
 
 STRATA_API void strata_worker_default_params(strata_worker_params* params);

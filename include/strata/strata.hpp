@@ -613,6 +613,13 @@ struct pipeline_params {
     std::string tls_cert_file;             // TLS: the head's certificate and key (PEM), for workers
     std::string tls_key_file;              // that require one
     std::string tls_ca_file;               // TLS: the CA the workers' certificates must chain to
+    std::string transport;                 // "tcp", "tls", "rdma"; empty: tcp (tls with TLS files)
+    std::string rdma_transports;           // rdma: UCX_TLS, UCX_NET_DEVICES ("": UCX's choice)
+    std::string rdma_devices;
+    int32_t rdma_mtu = 0;                  // rdma: path MTU, inline bytes, queue depths (0: UCX's)
+    int32_t rdma_max_inline = 0;
+    int32_t rdma_rx_queue_len = 0;
+    int32_t rdma_tx_queue_len = 0;
 };
 
 // The head of a pipeline: this process holds the embeddings and the first layers, the workers
@@ -643,6 +650,13 @@ public:
         c.tls_cert_file = p.tls_cert_file.empty() ? nullptr : p.tls_cert_file.c_str();
         c.tls_key_file = p.tls_key_file.empty() ? nullptr : p.tls_key_file.c_str();
         c.tls_ca_file = p.tls_ca_file.empty() ? nullptr : p.tls_ca_file.c_str();
+        c.transport = p.transport.empty() ? nullptr : p.transport.c_str();
+        c.rdma_transports = p.rdma_transports.empty() ? nullptr : p.rdma_transports.c_str();
+        c.rdma_devices = p.rdma_devices.empty() ? nullptr : p.rdma_devices.c_str();
+        c.rdma_mtu = p.rdma_mtu;
+        c.rdma_max_inline = p.rdma_max_inline;
+        c.rdma_rx_queue_len = p.rdma_rx_queue_len;
+        c.rdma_tx_queue_len = p.rdma_tx_queue_len;
         detail::check(strata_pipeline_create(m.get(), &c, &handle_));
     }
     pipeline(pipeline&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}

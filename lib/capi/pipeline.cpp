@@ -8,6 +8,7 @@
 
 #include "capi/guard.hpp"
 #include "capi/key.hpp"
+#include "capi/link.hpp"
 #include "capi/session.hpp"
 
 #if STRATA_HAS_PIPELINE
@@ -125,6 +126,7 @@ strata::pipeline::HeadOptions head_options(const strata_pipeline_params& p) {
     if (!o.tls.cert_file.empty() && o.tls.ca_file.empty())
         fail(Status::invalid_argument, "tls_cert_file without tls_ca_file: the head would not check the workers' "
                                        "certificates; give the CA that signed them");
+    strata::capi::read_link_fields(strata::capi::link_fields(p), o.transport, o.rdma);
     return o;
 }
 

@@ -9,6 +9,7 @@
 #include "capi/guard.hpp"
 #include "capi/handles.hpp"
 #include "capi/key.hpp"
+#include "capi/link.hpp"
 
 #if STRATA_HAS_PIPELINE
 #include "pipeline/worker.hpp"
@@ -83,6 +84,7 @@ strata::pipeline::WorkerOptions options_of(strata_model* model, const strata_wor
     if (o.tls.ca_file.size() && o.tls.cert_file.empty())
         fail(Status::invalid_argument, "tls_ca_file needs tls_cert_file and tls_key_file: the worker presents a "
                                        "certificate before it asks the head for one");
+    strata::capi::read_link_fields(strata::capi::link_fields(p), o.transport, o.rdma);
     if (p.log) {
         auto log = p.log;
         void* user_data = p.log_user_data;

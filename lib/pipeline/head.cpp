@@ -15,10 +15,14 @@
 #include "model/hparams.hpp"
 #include "pipeline/head_link.hpp"
 #include "pipeline/head_report.hpp"
+#include "pipeline/link_options.hpp"
 #include "pipeline/recurrent_layers.hpp"
 #include "pipeline/wire_tensor.hpp"
 #include "transport/handshake.hpp"
 #include "transport/send.hpp"
+#if STRATA_TRANSPORT_HAS_UCX
+#include "transport/ucx/ucx.hpp"
+#endif
 
 namespace strata::pipeline {
 namespace asio = boost::asio;
@@ -76,6 +80,9 @@ struct Head::Impl {
 
     std::unique_ptr<exec::Context> ctx;
     std::shared_ptr<transport::TlsContext> tls;  // made on the first dial when options.tls is enabled
+#if STRATA_TRANSPORT_HAS_UCX
+    std::shared_ptr<transport::UcxContext> ucx;  // made on the first dial over rdma
+#endif
     std::vector<std::shared_ptr<Link>> links;
     std::atomic<bool> broken{false};
     sample::SamplerParams sampling;
@@ -223,9 +230,23 @@ struct Head::Impl {
         const transport::Timeout timeout = options.connect_timeout;
         const transport::TcpOptions tcp = options.tcp;
         const transport::Endpoint to = link->endpoint;
-        std::unique_ptr<transport::SocketConnection> conn;
+        std::unique_ptr<transport::LinkConnection> conn;
         std::optional<transport::Error> failure;
-        if (options.tls.enabled()) {
+        if (options.transport == transport::LinkKind::rdma) {
+#if STRATA_TRANSPORT_HAS_UCX
+            if (!ucx) {
+                auto made = transport::UcxContext::make(options.rdma);
+                if (!made) co_return Error(Status::invalid_argument, link->name() + ": rdma: " + made.error().detail);
+                ucx = made.value();
+            }
+            const std::shared_ptr<transport::UcxContext> context = ucx;
+            auto dialed = co_await transport::ucx_dial(ex, to, context, timeout);
+            if (dialed) conn = std::move(dialed.value());
+            else failure = dialed.error();
+#else
+            co_return Error(Status::unsupported, transport::link_kind_unavailable(transport::LinkKind::rdma));
+#endif
+        } else if (options.tls.enabled()) {
             if (!tls) {
                 auto made = transport::TlsContext::make(transport::TlsRole::dialer, options.tls);
                 if (!made) co_return Error(Status::invalid_argument, link->name() + ": " + made.error().detail);
@@ -266,8 +287,9 @@ struct Head::Impl {
             co_return detail::link_error(*link, e, "handshake failed");
         }
         link->ack = ack.value();
-        link->observed = link->conn->observed();
+        link->socket = link->conn->socket();
         link->tls = link->conn->tls();
+        link->ucx = link->conn->ucx();
         Outcome queried = co_await request_setup(*link, Message(transport::StageQuery{}), link->info, "stage query");
         co_return queried;
     }
@@ -559,6 +581,7 @@ Head::Head(std::shared_ptr<const gguf::ModelFile> file, const transport::Digest&
     m.sampling = sampling;
     m.plan = options.layers;
     m.options = std::move(options);
+    m.options.transport = resolve_link_kind(m.options.transport, m.options.tls);
     if (!m.plan.empty()) {
         check_layer_plan(m.plan, int(m.hp.n_layer), m.options.workers.size() + 1);
         m.planned_by = "explicit";

@@ -26,7 +26,9 @@
 #include "pipeline/planner.hpp"
 #include "transport/messages.hpp"
 #include "transport/tcp.hpp"
+#include "transport/link_kind.hpp"
 #include "transport/tls.hpp"
+#include "transport/ucx/ucx_options.hpp"
 
 namespace strata::gguf {
 class ModelFile;
@@ -49,6 +51,10 @@ struct HeadOptions {
     // the address dialed); cert_file and key_file are the head's, for workers that require one.
     // A refused certificate or TLS handshake is Error(refused) naming the stage.
     transport::TlsOptions tls;
+    // What every link runs on: tcp (tls when the TLS files are set), tls, or rdma (UCX, with
+    // `rdma`'s settings). A transport this build lacks is Error(unsupported) naming it.
+    transport::LinkKind transport = transport::LinkKind::tcp;
+    transport::UcxOptions rdma;
     // The device scratch of a GPU stage (cuda::gpu_stage_scratch_bytes) for these params (layer
     // range, n_ctx, n_batch, kv_type): planning from memory takes it off the free memory of each
     // worker whose backend is "cuda". Empty (a library without CUDA): planned as CPU workers are.

@@ -73,7 +73,7 @@ struct Link {
     size_t stage = 0;  // 1.. (0 is the head)
     transport::Endpoint endpoint;
     LayerRange layers{0, 0};
-    std::unique_ptr<transport::SocketConnection> conn;  // a TcpConnection, or a TlsConnection
+    std::unique_ptr<transport::LinkConnection> conn;  // a TcpConnection, TlsConnection or UcxConnection
     std::deque<Pending> pending;
     std::shared_ptr<std::atomic<bool>> heartbeat_stop = std::make_shared<std::atomic<bool>>(false);
     bool failed = false;
@@ -84,8 +84,9 @@ struct Link {
     transport::Hello ack{};
     transport::StageInfo info{};
     transport::StageReady ready{};
-    transport::SocketObserved observed{};
-    std::optional<transport::TlsObserved> tls;  // what TLS agreed; nothing in clear
+    std::optional<transport::SocketObserved> socket;  // the TCP socket's settings (tcp and tls)
+    std::optional<transport::TlsObserved> tls;        // what TLS agreed; nothing in clear
+    std::optional<transport::UcxObserved> ucx;        // what UCX chose (rdma)
 
     mutable std::mutex stats_mutex;
     LinkStats stats;

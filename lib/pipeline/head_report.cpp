@@ -37,6 +37,58 @@ json recurrent_layers(const model::Hparams& hp, int first, int last) {
     return pipeline::recurrent_layers(hp, uint32_t(first), uint32_t(last));
 }
 
+json settings_object(const std::vector<std::pair<std::string, std::string>>& settings) {
+    json out = json::object();
+    for (const auto& [name, value] : settings) out[name] = value;
+    return out;
+}
+
+// The TCP socket of a tcp or tls link, asked and as the kernel has it; null on other links.
+json socket_section(const Link& link, const HeadOptions& options) {
+    if (!link.socket) return nullptr;
+    const auto& o = *link.socket;
+    return {{"configured",
+             {{"send_buffer_bytes", options.tcp.send_buffer},
+              {"receive_buffer_bytes", options.tcp.receive_buffer},
+              {"no_delay", options.tcp.no_delay},
+              {"max_payload_bytes", options.tcp.max_payload}}},
+            {"observed",
+             {{"local", o.local},
+              {"remote", o.remote},
+              {"send_buffer_bytes", o.send_buffer},
+              {"receive_buffer_bytes", o.receive_buffer},
+              {"no_delay", o.no_delay},
+              {"interface", o.interface},
+              {"mtu", o.mtu}}}};
+}
+
+// An rdma link: the UCX settings asked for (0 and "": UCX's default), and what UCX chose on
+// the connected endpoint (its lanes: transport and device); null on other links.
+json rdma_section(const Link& link, const HeadOptions& options) {
+    if (!link.ucx) return nullptr;
+    const auto& r = options.rdma;
+    const auto& o = *link.ucx;
+    json lanes = json::array();
+    for (const auto& lane : o.lanes)
+        lanes.push_back({{"transport", lane.transport}, {"device", lane.device}, {"mtu", lane.mtu}});
+    return {{"configured",
+             {{"library", "ucx"},
+              {"transports", r.transports},
+              {"devices", r.devices},
+              {"mtu", r.mtu},
+              {"max_inline_bytes", r.max_inline},
+              {"rx_queue_len", r.rx_queue_len},
+              {"tx_queue_len", r.tx_queue_len},
+              {"max_payload_bytes", r.max_payload}}},
+            {"observed",
+             {{"ucx_version", o.version},
+              {"local", o.local},
+              {"remote", o.remote},
+              {"connection_manager", o.connection_manager},
+              {"lanes", lanes},
+              {"settings", settings_object(o.settings)}}}};
+}
+
 }  // namespace
 
 std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& plan, const std::string& planned_by,
@@ -55,7 +107,6 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
     for (const auto& link : links) {
         const auto& r = link->ready;
         const auto& info = link->info;
-        const auto& o = link->observed;
         stages.push_back(
             {{"stage", link->stage},
              {"role", "worker"},
@@ -77,24 +128,13 @@ std::string plan_json(const exec::Context& head, const std::vector<LayerRange>& 
                {"threads", info.n_threads},
                {"backend", info.backend},
                {"host", info.host}}},
-             {"socket",
-              {{"configured",
-                {{"send_buffer_bytes", options.tcp.send_buffer},
-                 {"receive_buffer_bytes", options.tcp.receive_buffer},
-                 {"no_delay", options.tcp.no_delay},
-                 {"max_payload_bytes", options.tcp.max_payload}}},
-               {"observed",
-                {{"local", o.local},
-                 {"remote", o.remote},
-                 {"send_buffer_bytes", o.send_buffer},
-                 {"receive_buffer_bytes", o.receive_buffer},
-                 {"no_delay", o.no_delay},
-                 {"interface", o.interface},
-                 {"mtu", o.mtu}}}}},
+             {"transport", link->conn ? link->conn->kind() : transport::to_string(options.transport)},
+             {"socket", socket_section(*link, options)},
+             {"rdma", rdma_section(*link, options)},
              // As agreed on this link (protocol version, cipher suite); null in clear.
              {"tls", link->tls ? json{{"version", link->tls->version}, {"cipher", link->tls->cipher}} : json(nullptr)}});
     }
-    json out = {{"transport", "tcp"},
+    json out = {{"transport", transport::to_string(options.transport)},
                 {"protocol_version", transport::kProtocolVersion},
                 {"planned_by", planned_by},
                 {"n_layers", head.hparams().n_layer},

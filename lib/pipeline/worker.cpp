@@ -23,8 +23,12 @@
 #include "model/hparams.hpp"
 #include "pipeline/worker_compute.hpp"
 #include "pipeline/identity.hpp"
+#include "pipeline/link_options.hpp"
 #include "pipeline/worker_connection.hpp"
 #include "util/error.hpp"
+#if STRATA_TRANSPORT_HAS_UCX
+#include "transport/ucx/ucx.hpp"
+#endif
 
 namespace strata::pipeline {
 namespace asio = boost::asio;
@@ -70,6 +74,9 @@ struct Worker::Impl {
     asio::io_context io;
     detail::ComputeThread compute{io};
     std::optional<transport::TcpListener> listener;
+#if STRATA_TRANSPORT_HAS_UCX
+    std::unique_ptr<transport::UcxListener> ucx_listener;  // instead of `listener` for rdma
+#endif
     std::shared_ptr<transport::TlsContext> tls;  // set by bind() when options.tls is enabled
     detail::WorkerShared shared;
     std::map<uint64_t, std::weak_ptr<detail::PeerConnection>> peers;  // io thread only
@@ -142,31 +149,67 @@ struct Worker::Impl {
             } else {
                 peer->conn = std::make_unique<transport::TcpConnection>(std::move(accepted.value()), options.tcp);
             }
-            peer->name = peer->conn->observed().remote;
-            const uint64_t id = next_peer++;
-            if (peer->name.empty()) peer->name = "head #" + std::to_string(id);
-            log("connection from " + peer->name);
-            peers[id] = peer;
-            asio::co_spawn(io, serve(peer, id), [this, peer, id](std::exception_ptr e) {
-                if (!e) return;
-                peers.erase(id);
-                peer->heartbeat_stop->store(true);
-                peer->conn->close();
-                try {
-                    std::rethrow_exception(e);
-                } catch (const std::exception& x) {
-                    log("closing " + peer->name + ": internal error: " + x.what());
-                } catch (...) {
-                    log("closing " + peer->name + ": internal error");
-                }
-            });
+            serve_peer(std::move(peer));
         }
+    }
+
+#if STRATA_TRANSPORT_HAS_UCX
+    // The rdma listener's loop: each connection has its own UCX worker on this io_context.
+    Task<void> ucx_accept_loop() {
+        for (;;) {
+            auto accepting = ucx_listener->accept();
+            transport::Result<std::unique_ptr<transport::UcxConnection>> accepted = co_await std::move(accepting);
+            if (stop_requested) co_return;
+            if (!accepted) {
+                if (accepted.error().code == transport::Errc::closed) co_return;
+                log("accept failed: " + accepted.error().detail);
+                asio::steady_timer pause(io, std::chrono::milliseconds(100));
+                co_await pause.async_wait(asio::use_awaitable);
+                continue;
+            }
+            auto peer = std::make_shared<detail::PeerConnection>();
+            peer->conn = std::move(accepted.value());
+            serve_peer(std::move(peer));
+        }
+    }
+#endif
+
+    // Names an accepted connection, keeps it among the peers and serves it in its own coroutine.
+    void serve_peer(std::shared_ptr<detail::PeerConnection> peer) {
+        peer->name = peer->conn->remote();
+        const uint64_t id = next_peer++;
+        if (peer->name.empty()) peer->name = "head #" + std::to_string(id);
+        log("connection from " + peer->name);
+        peers[id] = peer;
+        asio::co_spawn(io, serve(peer, id), [this, peer, id](std::exception_ptr e) {
+            if (!e) return;
+            peers.erase(id);
+            peer->heartbeat_stop->store(true);
+            peer->conn->close();
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+                log("closing " + peer->name + ": internal error: " + x.what());
+            } catch (...) {
+                log("closing " + peer->name + ": internal error");
+            }
+        });
+    }
+
+    bool bound() const {
+#if STRATA_TRANSPORT_HAS_UCX
+        if (ucx_listener) return true;
+#endif
+        return listener.has_value();
     }
 
     // On the io thread: no new connections, every open one closed (their coroutines end).
     void shut_down() {
         shared.stopping = true;
         if (listener) listener->close();
+#if STRATA_TRANSPORT_HAS_UCX
+        if (ucx_listener) ucx_listener->close();
+#endif
         for (auto& [id, weak] : peers)
             if (auto peer = weak.lock()) {
                 peer->heartbeat_stop->store(true);
@@ -182,16 +225,33 @@ Worker::~Worker() = default;
 
 void Worker::bind() {
     Impl& w = *impl_;
-    if (w.listener) fail(Status::invalid_argument, "the worker is already bound");
+    if (w.bound()) fail(Status::invalid_argument, "the worker is already bound");
     const std::string where = w.options.listen.to_string();
+    w.options.transport = resolve_link_kind(w.options.transport, w.options.tls);
+    auto refuse_without_key = [&](bool loopback) {
+        if (w.options.key.empty() && !w.options.allow_no_key && !loopback)
+            fail(Status::invalid_argument, "refusing to serve " + where +
+                                               " without a key: anyone who reaches it could use this machine; give a "
+                                               "pre-shared key, listen on a loopback address, or allow no key explicitly");
+    };
+    if (w.options.transport == transport::LinkKind::rdma) {
+#if STRATA_TRANSPORT_HAS_UCX
+        auto context = transport::UcxContext::make(w.options.rdma);
+        if (!context) fail(Status::invalid_argument, "cannot serve " + where + " over rdma: " + context.error().detail);
+        auto bound = transport::UcxListener::bind(w.io.get_executor(), w.options.listen, context.value());
+        if (!bound) fail(Status::io, "cannot listen on " + where + " over rdma: " + bound.error().detail);
+        if (w.options.key.empty() && !w.options.allow_no_key && !bound.value()->is_loopback()) bound.value()->close();
+        refuse_without_key(bound.value()->is_loopback());
+        w.ucx_listener = std::move(bound.value());
+        return;
+#else
+        fail(Status::unsupported, transport::link_kind_unavailable(transport::LinkKind::rdma));
+#endif
+    }
     auto bound = transport::TcpListener::bind(w.io.get_executor(), w.options.listen, w.options.tcp);
     if (!bound) fail(Status::io, "cannot listen on " + where + ": " + bound.error().detail);
-    if (w.options.key.empty() && !w.options.allow_no_key && !bound.value().is_loopback()) {
-        bound.value().close();
-        fail(Status::invalid_argument, "refusing to serve " + where +
-                                           " without a key: anyone who reaches it could use this machine; give a "
-                                           "pre-shared key, listen on a loopback address, or allow no key explicitly");
-    }
+    if (w.options.key.empty() && !w.options.allow_no_key && !bound.value().is_loopback()) bound.value().close();
+    refuse_without_key(bound.value().is_loopback());
     if (w.options.tls.enabled()) {
         auto tls = transport::TlsContext::make(transport::TlsRole::acceptor, w.options.tls);
         if (!tls) {
@@ -203,12 +263,17 @@ void Worker::bind() {
     w.listener.emplace(std::move(bound.value()));
 }
 
-uint16_t Worker::port() const { return impl_->listener ? impl_->listener->port() : 0; }
+uint16_t Worker::port() const {
+#if STRATA_TRANSPORT_HAS_UCX
+    if (impl_->ucx_listener) return impl_->ucx_listener->port();
+#endif
+    return impl_->listener ? impl_->listener->port() : 0;
+}
 
 void Worker::run() {
     Impl& w = *impl_;
-    if (!w.listener) fail(Status::invalid_argument, "Worker::run: bind() first");
-    w.log("serving on port " + std::to_string(w.listener->port()) +
+    if (!w.bound()) fail(Status::invalid_argument, "Worker::run: bind() first");
+    w.log("serving on port " + std::to_string(port()) + " over " + transport::to_string(w.options.transport) +
           (w.options.fixed_layer_end > 0 ? ", layers [" + std::to_string(w.options.fixed_layer_begin) + ", " +
                                                std::to_string(w.options.fixed_layer_end) + ")"
                                          : ", any layer range") +
@@ -216,7 +281,12 @@ void Worker::run() {
           (!w.tls                          ? ""
            : w.options.tls.verifies()      ? ", TLS with client certificates (mutual)"
                                            : ", TLS"));
-    asio::co_spawn(w.io, w.accept_loop(), [&w](std::exception_ptr e) {
+#if STRATA_TRANSPORT_HAS_UCX
+    auto loop = w.ucx_listener ? w.ucx_accept_loop() : w.accept_loop();
+#else
+    auto loop = w.accept_loop();
+#endif
+    asio::co_spawn(w.io, std::move(loop), [&w](std::exception_ptr e) {
         if (!e) return;
         try {
             std::rethrow_exception(e);

@@ -14,7 +14,9 @@
 
 #include "pipeline/stage.hpp"
 #include "transport/tcp.hpp"
+#include "transport/link_kind.hpp"
 #include "transport/tls.hpp"
+#include "transport/ucx/ucx_options.hpp"
 
 namespace strata::gguf {
 class ModelFile;
@@ -34,6 +36,11 @@ struct WorkerOptions {
     // ca_file, heads must present a certificate that chains to it (mutual TLS). The TLS
     // handshake runs under handshake_timeout; the pre-shared key is still asked for inside TLS.
     transport::TlsOptions tls;
+    // What connections arrive on: tcp (tls when the TLS files are set), tls, or rdma (UCX's
+    // listener on the same address, with `rdma`'s settings). A transport this build lacks is
+    // Error(unsupported) from bind(), naming it.
+    transport::LinkKind transport = transport::LinkKind::tcp;
+    transport::UcxOptions rdma;
     transport::Timeout heartbeat{1000};     // heartbeat interval on every connection
     transport::Timeout peer_timeout{5000};  // a head silent this long is gone: its sequence is freed
     transport::Timeout handshake_timeout{5000};

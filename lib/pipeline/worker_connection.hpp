@@ -31,7 +31,7 @@ struct WorkerShared {
 
 struct PeerConnection {
     std::string name;  // the head's address, for log lines
-    std::unique_ptr<transport::SocketConnection> conn;  // a TcpConnection, or a TlsConnection
+    std::unique_ptr<transport::LinkConnection> conn;  // a TcpConnection, TlsConnection or UcxConnection
     transport::TlsConnection* tls_pending = nullptr;     // conn, when its TLS handshake is still to run
     std::shared_ptr<std::atomic<bool>> heartbeat_stop = std::make_shared<std::atomic<bool>>(false);
     // The sequence; used by the compute thread only while the connection's coroutine awaits it.

@@ -77,8 +77,10 @@ class WorkerProc:
     def __init__(self, model: Sequence[str], log_path: Path, listen: str = "127.0.0.1:0",
                  layers: Optional[str] = None, key_file: Optional[str] = None, allow_no_key: bool = False,
                  threads: int = 1, heartbeat_ms: int = 200, peer_timeout_ms: int = 2000,
-                 memory_budget: Optional[int] = None, prefix: Sequence[str] = (), extra: Sequence[str] = ()):
+                 memory_budget: Optional[int] = None, prefix: Sequence[str] = (), extra: Sequence[str] = (),
+                 transport: str = "tcp"):
         self.model = [str(p) for p in model]
+        self.transport = transport  # what heads must dial it with
         self.log_path = Path(log_path)
         self.listen = listen
         cmd = [*prefix, str(tool("strata-worker")), "--listen", listen, "--model", *self.model,
@@ -92,6 +94,8 @@ class WorkerProc:
             cmd += ["--allow-no-key"]
         if memory_budget is not None:
             cmd += ["--memory-budget", str(memory_budget)]
+        if transport != "tcp":
+            cmd += ["--transport", transport]
         cmd += list(extra)
         self.cmd = cmd
         self.stdout_lines: list[str] = []

@@ -53,11 +53,12 @@ const char* kUsage =
     "usage: strata-bench pipeline --model SHARD [SHARD...] [--stages 3] [--prompt-tokens 128]\n"
     "                             [--gen-tokens 64] [--repeat 3] [--threads-per-stage 1] [--n-batch 32]\n"
     "                             [--layers A:B,C:D,...] [--ctx N] [--wire f16|bf16|f32]\n"
-    "                             [--worker-binary PATH] [-o REPORT.json]\n"
+    "                             [--worker-binary PATH] [--transport tcp[,rdma]] [-o REPORT.json]\n"
     "Runs the model as one local session and as a pipeline of --stages stages (this process as the\n"
     "head, --stages - 1 strata-worker processes on 127.0.0.1, started here: by default the\n"
     "strata-worker next to strata-bench). Reports prefill and decode tok/s of both (min/median/max\n"
     "over --repeat runs), per-hop latency and bytes on the wire per token, and the prefill overlap.\n"
+    "--transport tcp,rdma runs the pipeline once per transport (default tcp) and puts them side by side.\n"
     "-o writes REPORT.json and REPORT.md (same name, .md); the table is printed either way.\n";
 
 struct Options {
@@ -75,6 +76,7 @@ struct Options {
     std::string out;
     int heartbeat_ms = 1000;
     int peer_timeout_ms = 30000;
+    std::vector<std::string> transports{"tcp"};  // --transport tcp,rdma: one pipeline run per transport
     std::vector<std::string> argv;
 };
 
@@ -105,6 +107,17 @@ Options parse_args(int argc, char** argv) {
         else if (a == "-o" || a == "--output") o.out = value();
         else if (a == "--heartbeat-ms") o.heartbeat_ms = parse_int(a, value(), 1);
         else if (a == "--peer-timeout-ms") o.peer_timeout_ms = parse_int(a, value(), 1);
+        else if (a == "--transport") {
+            o.transports.clear();
+            std::string list = value();
+            for (size_t at = 0; at <= list.size();) {
+                const size_t comma = std::min(list.find(',', at), list.size());
+                const std::string t = list.substr(at, comma - at);
+                if (t != "tcp" && t != "rdma") throw cli::usage_error("--transport takes tcp and rdma, got '" + t + "'");
+                o.transports.push_back(t);
+                at = comma + 1;
+            }
+        }
         else if (a == "-h" || a == "--help") cli::help(kUsage);
         else throw cli::usage_error("unknown argument " + a);
     }
@@ -147,13 +160,15 @@ std::string utc_now() {
 
 class WorkerProcess {
 public:
-    WorkerProcess(const std::string& binary, const Options& o, const std::string& log_path) : log_path_(log_path) {
+    WorkerProcess(const std::string& binary, const Options& o, const std::string& log_path, const std::string& transport)
+        : log_path_(log_path) {
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
         std::vector<std::string> args = {binary, "--listen", "127.0.0.1:0", "--threads", std::to_string(o.threads),
                                          "--heartbeat-ms", std::to_string(o.heartbeat_ms), "--peer-timeout-ms",
                                          std::to_string(o.peer_timeout_ms), "--model"};
         args.insert(args.end(), o.model.begin(), o.model.end());
+        args.insert(args.end(), {"--transport", transport});
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
@@ -521,6 +536,25 @@ std::string markdown(const json& r) {
                << " s over the last prefill.";
     md << " The whole prompt in one local batch: " << fmt(ov["local_whole_prompt_seconds"].get<double>(), 4) << " s.\n";
     if (!ov["note"].get<std::string>().empty()) md << "\n" << ov["note"].get<std::string>() << "\n";
+    // Every transport run, side by side: the same model, stages, prompt and tokens.
+    if (r.contains("pipelines") && !r["pipelines"].empty()) {
+        md << "\n\n## Transports side by side\n\n";
+        md << "| transport | prefill tok/s | decode tok/s | one-token hop round trip, mean µs (per stage) | "
+              "wire bytes per generated token | per prompt token |\n|---|---|---|---|---|---|\n";
+        for (const auto& p : r["pipelines"]) {
+            std::string hops;
+            for (const auto& h : p["hop_latency"])
+                if (h.contains("where") && h["where"].get<std::string>().find("single_token") != std::string::npos &&
+                    h.contains("mean_us"))
+                    hops += (hops.empty() ? "" : ", ") + fmt(h["mean_us"].get<double>(), 1);
+            md << "| " << p["transport"].get<std::string>() << " | " << mmm(p["prefill"]["tokens_per_second"]) << " | "
+               << mmm(p["decode"]["tokens_per_second"]) << " | " << (hops.empty() ? "n/a" : hops) << " | "
+               << fmt(p["wire"]["bytes_per_generated_token"].get<double>(), 1) << " | "
+               << fmt(p["wire"]["bytes_per_prompt_token"].get<double>(), 1) << " |\n";
+        }
+        md << "\nEach transport's stages as the plan reports them: `pipelines[i].plan.stages[k].socket` (tcp) or "
+              "`.rdma` (UCX: settings given, lanes chosen).\n";
+    }
     return md.str();
 }
 
@@ -610,72 +644,6 @@ int bench_pipeline_main(int argc, char** argv) {
             }
         }
 
-        // N stages: this process as the head, N-1 workers.
-        const std::string log_dir = o.out.empty() ? fs::temp_directory_path().string() : fs::path(o.out).parent_path().string();
-        std::vector<std::string> addresses;
-        json worker_logs = json::array();
-        for (int i = 1; i < o.stages; ++i) {
-            const std::string log = (fs::path(log_dir.empty() ? "." : log_dir) /
-                                     ("strata-bench-worker-" + std::to_string(getpid()) + "-" + std::to_string(i) + ".log"))
-                                        .string();
-            workers.push_back(std::make_unique<WorkerProcess>(worker_binary, o, log));
-            addresses.push_back(workers.back()->address());
-            worker_logs.push_back(log);
-            std::fprintf(stderr, "[bench] worker %d listening on %s (log %s)\n", i, addresses.back().c_str(), log.c_str());
-        }
-        std::vector<const char*> addr_c;
-        for (const auto& a : addresses) addr_c.push_back(a.c_str());
-        strata_pipeline_params pp;
-        strata_pipeline_default_params(&pp);
-        pp.workers = addr_c.data();
-        pp.n_workers = addr_c.size();
-        pp.layers = o.layers.empty() ? nullptr : o.layers.c_str();
-        pp.n_ctx = o.n_ctx;
-        pp.n_threads = o.threads;
-        pp.n_batch = o.n_batch;
-        pp.wire_dtype = o.wire;
-        pp.heartbeat_ms = o.heartbeat_ms;
-        pp.peer_timeout_ms = o.peer_timeout_ms;
-        pp.connect_timeout_ms = 30000;
-        strata_pipeline* pipe = nullptr;
-        check(strata_pipeline_create(m.get(), &pp, &pipe));
-        std::unique_ptr<strata_pipeline, void (*)(strata_pipeline*)> pipe_owner(pipe, strata_pipeline_free);
-        strata_session* ps = nullptr;
-        check(strata_pipeline_session(pipe, &ps));
-        std::unique_ptr<strata_session, void (*)(strata_session*)> ps_owner(ps, strata_session_free);
-        const json plan = parse_or_text(text_of(strata_pipeline_plan_json, pipe));
-        auto stats = [&] { return parse_or_text(text_of(strata_pipeline_stats_json, pipe)); };
-        set_greedy(ps);
-        std::fprintf(stderr, "[bench] pipeline of %d stages: %d repetitions\n", o.stages, o.repeat);
-        prefill(ps, prompt, 0);  // warm-up
-        generate(ps, std::min(o.gen_tokens, 4));
-        std::vector<Run> pipe_runs;
-        json stats_last;
-        for (int i = 0; i < o.repeat; ++i) {
-            Run r;
-            const json s0 = stats();
-            auto t = Clock::now();
-            prefill(ps, prompt, 0);
-            r.prefill_s = seconds_since(t);
-            const json s1 = stats();
-            t = Clock::now();
-            r.tokens = generate(ps, o.gen_tokens);
-            r.decode_s = seconds_since(t);
-            const json s2 = stats();
-            prefill(ps, prompt, 0);
-            const json s3 = stats();
-            t = Clock::now();
-            r.step_tokens = steps(ps, o.gen_tokens);
-            r.steps_s = seconds_since(t);
-            const json s4 = stats();
-            r.wire_prompt = (wire_bytes(s1) - wire_bytes(s0)) / double(prompt.size());
-            r.wire_generate = (wire_bytes(s2) - wire_bytes(s1)) / double(o.gen_tokens);
-            r.wire_steps = (wire_bytes(s4) - wire_bytes(s3)) / double(o.gen_tokens);
-            r.prefill_stats_delta = numeric_delta(s1, s0);
-            stats_last = s4;
-            pipe_runs.push_back(std::move(r));
-        }
-
         json local;
         local["prefill"] = phase(local_runs, &Run::prefill_s, o.prompt_tokens);
         local["decode"] = phase(local_runs, &Run::decode_s, o.gen_tokens);
@@ -685,65 +653,147 @@ int bench_pipeline_main(int argc, char** argv) {
         local["prefill_in_micro_batches"] = phase(local_runs, &Run::chunked_prefill_s, o.prompt_tokens);
         report["local"] = local;
 
-        json pj;
-        pj["stages"] = o.stages;
-        pj["workers"] = addresses;
-        pj["worker_logs"] = worker_logs;
-        std::string layers_text = o.layers;
-        if (layers_text.empty()) {
-            layers_text = "planned";
-            try {
-                const json& st = plan.contains("stages") ? plan["stages"] : plan;
-                std::string t;
-                for (const auto& s : st) {
-                    if (s.contains("layer_begin") && s.contains("layer_end"))
-                        t += (t.empty() ? "" : ",") + std::to_string(s["layer_begin"].get<int>()) + ":" +
-                             std::to_string(s["layer_end"].get<int>());
-                    else if (s.contains("layers") && s["layers"].is_string())
-                        t += (t.empty() ? "" : ",") + s["layers"].get<std::string>();
-                    else if (s.contains("layers") && s["layers"].is_array() && s["layers"].size() == 2)
-                        t += (t.empty() ? "" : ",") + std::to_string(s["layers"][0].get<int>()) + ":" +
-                             std::to_string(s["layers"][1].get<int>());
-                }
-                if (!t.empty()) layers_text = t + " (planned)";
-            } catch (const std::exception&) {
-            }
-        }
-        pj["layers"] = layers_text;
-        pj["plan"] = plan;
-        pj["prefill"] = phase(pipe_runs, &Run::prefill_s, o.prompt_tokens);
-        pj["decode"] = phase(pipe_runs, &Run::decode_s, o.gen_tokens);
-        pj["decode"]["method"] = local["decode"]["method"];
-        pj["decode_sample_calls"] = phase(pipe_runs, &Run::steps_s, o.gen_tokens);
-        pj["decode_sample_calls"]["method"] = local["decode_sample_calls"]["method"];
-        std::vector<double> wp, wg, ws;
-        for (const auto& r : pipe_runs) {
-            wp.push_back(r.wire_prompt);
-            wg.push_back(r.wire_generate);
-            ws.push_back(r.wire_steps);
-        }
-        pj["wire"] = {{"method", "sum of the byte counters of every link in strata_pipeline_stats_json, read before "
-                                 "and after each phase, divided by the phase's tokens (heartbeats included)"},
-                      {"bytes_per_generated_token", summary(wg)["median"]},
-                      {"bytes_per_generated_token_sample_calls", summary(ws)["median"]},
-                      {"bytes_per_prompt_token", summary(wp)["median"]},
-                      {"per_repetition_generated", wg},
-                      {"per_repetition_generated_sample_calls", ws},
-                      {"per_repetition_prompt", wp}};
-        json hops = json::array();
-        latencies(stats_last, "", false, hops);
-        pj["hop_latency"] = hops;
-        pj["stats_at_end"] = stats_last;
-        report["pipeline"] = pj;
-
         bool same = true;
-        for (const auto& r : pipe_runs)
-            same = same && r.tokens == local_runs.front().tokens && r.step_tokens == local_runs.front().tokens;
+        report["pipelines"] = json::array();
+        json first_prefill_delta;  // the first transport's last prefill, for the overlap counters
+        for (const std::string& transport : o.transports) {
+            // N stages: this process as the head, N-1 workers.
+            const std::string log_dir = o.out.empty() ? fs::temp_directory_path().string() : fs::path(o.out).parent_path().string();
+            std::vector<std::string> addresses;
+            json worker_logs = json::array();
+            for (int i = 1; i < o.stages; ++i) {
+                const std::string log = (fs::path(log_dir.empty() ? "." : log_dir) /
+                                         ("strata-bench-worker-" + std::to_string(getpid()) + "-" + transport + "-" + std::to_string(i) + ".log"))
+                                            .string();
+                workers.push_back(std::make_unique<WorkerProcess>(worker_binary, o, log, transport));
+                addresses.push_back(workers.back()->address());
+                worker_logs.push_back(log);
+                std::fprintf(stderr, "[bench] worker %d listening on %s (log %s)\n", i, addresses.back().c_str(), log.c_str());
+            }
+            std::vector<const char*> addr_c;
+            for (const auto& a : addresses) addr_c.push_back(a.c_str());
+            strata_pipeline_params pp;
+            strata_pipeline_default_params(&pp);
+            pp.workers = addr_c.data();
+            pp.n_workers = addr_c.size();
+            pp.layers = o.layers.empty() ? nullptr : o.layers.c_str();
+            pp.n_ctx = o.n_ctx;
+            pp.n_threads = o.threads;
+            pp.n_batch = o.n_batch;
+            pp.wire_dtype = o.wire;
+            pp.heartbeat_ms = o.heartbeat_ms;
+            pp.peer_timeout_ms = o.peer_timeout_ms;
+            pp.connect_timeout_ms = 30000;
+            pp.transport = transport.c_str();
+            strata_pipeline* pipe = nullptr;
+            check(strata_pipeline_create(m.get(), &pp, &pipe));
+            std::unique_ptr<strata_pipeline, void (*)(strata_pipeline*)> pipe_owner(pipe, strata_pipeline_free);
+            strata_session* ps = nullptr;
+            check(strata_pipeline_session(pipe, &ps));
+            std::unique_ptr<strata_session, void (*)(strata_session*)> ps_owner(ps, strata_session_free);
+            const json plan = parse_or_text(text_of(strata_pipeline_plan_json, pipe));
+            auto stats = [&] { return parse_or_text(text_of(strata_pipeline_stats_json, pipe)); };
+            set_greedy(ps);
+            std::fprintf(stderr, "[bench] pipeline of %d stages over %s: %d repetitions\n", o.stages, transport.c_str(), o.repeat);
+            prefill(ps, prompt, 0);  // warm-up
+            generate(ps, std::min(o.gen_tokens, 4));
+            std::vector<Run> pipe_runs;
+            json stats_last;
+            for (int i = 0; i < o.repeat; ++i) {
+                Run r;
+                const json s0 = stats();
+                auto t = Clock::now();
+                prefill(ps, prompt, 0);
+                r.prefill_s = seconds_since(t);
+                const json s1 = stats();
+                t = Clock::now();
+                r.tokens = generate(ps, o.gen_tokens);
+                r.decode_s = seconds_since(t);
+                const json s2 = stats();
+                prefill(ps, prompt, 0);
+                const json s3 = stats();
+                t = Clock::now();
+                r.step_tokens = steps(ps, o.gen_tokens);
+                r.steps_s = seconds_since(t);
+                const json s4 = stats();
+                r.wire_prompt = (wire_bytes(s1) - wire_bytes(s0)) / double(prompt.size());
+                r.wire_generate = (wire_bytes(s2) - wire_bytes(s1)) / double(o.gen_tokens);
+                r.wire_steps = (wire_bytes(s4) - wire_bytes(s3)) / double(o.gen_tokens);
+                r.prefill_stats_delta = numeric_delta(s1, s0);
+                stats_last = s4;
+                pipe_runs.push_back(std::move(r));
+            }
+
+
+            json pj;
+            pj["stages"] = o.stages;
+            pj["workers"] = addresses;
+            pj["worker_logs"] = worker_logs;
+            std::string layers_text = o.layers;
+            if (layers_text.empty()) {
+                layers_text = "planned";
+                try {
+                    const json& st = plan.contains("stages") ? plan["stages"] : plan;
+                    std::string t;
+                    for (const auto& s : st) {
+                        if (s.contains("layer_begin") && s.contains("layer_end"))
+                            t += (t.empty() ? "" : ",") + std::to_string(s["layer_begin"].get<int>()) + ":" +
+                                 std::to_string(s["layer_end"].get<int>());
+                        else if (s.contains("layers") && s["layers"].is_string())
+                            t += (t.empty() ? "" : ",") + s["layers"].get<std::string>();
+                        else if (s.contains("layers") && s["layers"].is_array() && s["layers"].size() == 2)
+                            t += (t.empty() ? "" : ",") + std::to_string(s["layers"][0].get<int>()) + ":" +
+                                 std::to_string(s["layers"][1].get<int>());
+                    }
+                    if (!t.empty()) layers_text = t + " (planned)";
+                } catch (const std::exception&) {
+                }
+            }
+            pj["layers"] = layers_text;
+            pj["plan"] = plan;
+            pj["prefill"] = phase(pipe_runs, &Run::prefill_s, o.prompt_tokens);
+            pj["decode"] = phase(pipe_runs, &Run::decode_s, o.gen_tokens);
+            pj["decode"]["method"] = local["decode"]["method"];
+            pj["decode_sample_calls"] = phase(pipe_runs, &Run::steps_s, o.gen_tokens);
+            pj["decode_sample_calls"]["method"] = local["decode_sample_calls"]["method"];
+            std::vector<double> wp, wg, ws;
+            for (const auto& r : pipe_runs) {
+                wp.push_back(r.wire_prompt);
+                wg.push_back(r.wire_generate);
+                ws.push_back(r.wire_steps);
+            }
+            pj["wire"] = {{"method", "sum of the byte counters of every link in strata_pipeline_stats_json, read before "
+                                     "and after each phase, divided by the phase's tokens (heartbeats included)"},
+                          {"bytes_per_generated_token", summary(wg)["median"]},
+                          {"bytes_per_generated_token_sample_calls", summary(ws)["median"]},
+                          {"bytes_per_prompt_token", summary(wp)["median"]},
+                          {"per_repetition_generated", wg},
+                          {"per_repetition_generated_sample_calls", ws},
+                          {"per_repetition_prompt", wp}};
+            json hops = json::array();
+            latencies(stats_last, "", false, hops);
+            pj["hop_latency"] = hops;
+            pj["stats_at_end"] = stats_last;
+            pj["transport"] = transport;
+            for (const auto& r : pipe_runs)
+                same = same && r.tokens == local_runs.front().tokens && r.step_tokens == local_runs.front().tokens;
+            // The first transport's run stays under "pipeline" (what the overlap below reads); every
+            // run, the first included, is in "pipelines", for the side-by-side table.
+            if (!report.contains("pipeline")) {
+                report["pipeline"] = pj;
+                first_prefill_delta = pipe_runs.back().prefill_stats_delta;
+            }
+            report["pipelines"].push_back(pj);
+            ps_owner.reset();
+            pipe_owner.reset();
+            for (auto& w : workers) w->stop();
+            workers.clear();
+        }
         for (const auto& r : local_runs) same = same && r.tokens == r.step_tokens;
         report["tokens_identical"] = same;
 
         json ov;
-        const double pipe_prefill = pj["prefill"]["seconds"]["median"].get<double>();
+        const double pipe_prefill = report["pipeline"]["prefill"]["seconds"]["median"].get<double>();
         const double chunked = report["local"]["prefill_in_micro_batches"]["seconds"]["median"].get<double>();
         ov["pipeline_prefill_seconds"] = pipe_prefill;
         ov["stages_compute_sum_seconds"] = chunked;
@@ -754,7 +804,7 @@ int bench_pipeline_main(int argc, char** argv) {
         ov["local_whole_prompt_seconds"] = report["local"]["prefill"]["seconds"]["median"];
         // Compute-time counters the stats report for the last repetition's prefill (read around it).
         json counters = json::array();
-        compute_counters(pipe_runs.back().prefill_stats_delta, "", counters);
+        compute_counters(first_prefill_delta, "", counters);
         if (!counters.empty()) {
             ov["reported_compute_counters"] = counters;
             ov["reported_compute_note"] =
@@ -768,10 +818,6 @@ int bench_pipeline_main(int argc, char** argv) {
         report["prefill_overlap"] = ov;
         report["machine"]["loadavg_after"] = loadavg();
         report["finished_utc"] = utc_now();
-
-        ps_owner.reset();
-        pipe_owner.reset();
-        for (auto& w : workers) w->stop();
 
         const std::string md = markdown(report);
         std::cout << md;

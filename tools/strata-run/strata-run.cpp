@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli_args.hpp"
+#include "common/cli_transport.hpp"
 #include "common/cli_progress.hpp"
 #include "strata/strata.hpp"
 
@@ -60,6 +61,8 @@ const char* kUsage =
     "CPU; strata-worker --device cuda runs a worker's stages on its GPU).\n"
     "--tls-ca F runs every link inside TLS, the workers' certificates checked against CA F;\n"
     "--tls-cert F --tls-key F present the head's certificate to workers that require one.\n"
+    "Pipeline links (the workers must serve the same transport):\n"
+    STRATA_CLI_TRANSPORT_USAGE
     "Streams the generated text to stdout; the run's figures go to stderr.\n";
 
 template <typename T>
@@ -70,6 +73,7 @@ T parse_number(const std::string& flag, const std::string& text) {
 
 Options parse_args(int argc, char** argv) {
     Options o;
+    cli::TransportArgs transport;
     o.generate.max_tokens = 64;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -108,10 +112,18 @@ Options parse_args(int argc, char** argv) {
         else if (a == "--system") { o.system = value(); o.have_system = true; }
         else if (a == "--chat-format") o.chat_format = value();
         else if (a == "--wire") o.pipeline.wire_dtype = cli::wire_dtype(value());
+        else if (cli::parse_transport_flag(argc, argv, i, transport)) continue;
         else if (a == "-h" || a == "--help") cli::help(kUsage);
         else if (a.size() > 1 && a[0] == '-') throw cli::usage_error("unknown option " + a);
         else o.paths.push_back(a);
     }
+    o.pipeline.transport = transport.transport;
+    o.pipeline.rdma_transports = transport.rdma_transports;
+    o.pipeline.rdma_devices = transport.rdma_devices;
+    o.pipeline.rdma_mtu = transport.rdma_mtu;
+    o.pipeline.rdma_max_inline = transport.rdma_max_inline;
+    o.pipeline.rdma_rx_queue_len = transport.rdma_rx_queue_len;
+    o.pipeline.rdma_tx_queue_len = transport.rdma_tx_queue_len;
     if (o.paths.empty()) throw cli::usage_error("no model file given");
     if (!o.have_prompt && !o.chat) throw cli::usage_error("-p PROMPT is required (or --chat)");
     if (!o.chat && (o.have_system || !o.chat_format.empty()))

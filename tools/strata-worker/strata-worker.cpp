@@ -23,6 +23,7 @@
 
 #include "common/cli_args.hpp"
 #include "common/cli_progress.hpp"
+#include "common/cli_transport.hpp"
 #include "strata/strata.h"
 
 namespace {
@@ -31,6 +32,7 @@ const char* kUsage =
     "usage: strata-worker --listen HOST:PORT --model SHARD [SHARD...] [--layers A:B] [--key-file F]\n"
     "                     [--allow-no-key] [--device cpu|cuda] [--threads N] [--memory-budget BYTES]\n"
     "                     [--heartbeat-ms N] [--peer-timeout-ms N] [--tls-cert F --tls-key F [--tls-ca F]]\n"
+    "                     [--transport tcp|tls|rdma] [--rdma-... settings]\n"
     "Serves a layer range of the model to pipeline heads until SIGINT or SIGTERM.\n"
     "  --listen HOST:PORT     address to listen on (port 0: any free port)\n"
     "  --model SHARD...       the model's GGUF shards (the same files the head opens)\n"
@@ -47,6 +49,7 @@ const char* kUsage =
     "  --tls-cert F           TLS on every connection: this worker's certificate (PEM) ...\n"
     "  --tls-key F            ... and its private key (PEM); the key file is still needed off loopback\n"
     "  --tls-ca F             heads must present a certificate signed by this CA (mutual TLS)\n"
+    STRATA_CLI_TRANSPORT_USAGE
     "Prints \"listening on HOST:PORT\" on stdout once bound; logs go to stderr.\n";
 
 [[noreturn]] void library_error(const char* what) {
@@ -67,6 +70,7 @@ struct Options {
     std::vector<std::string> shards;
     std::string key_file;
     std::string tls_cert, tls_key, tls_ca;
+    cli::TransportArgs transport;
     strata_worker_params params;
 };
 
@@ -98,6 +102,7 @@ Options parse_args(int argc, char** argv) {
             o.tls_key = value();
         } else if (a == "--tls-ca") {
             o.tls_ca = value();
+        } else if (cli::parse_transport_flag(argc, argv, i, o.transport)) {
         } else if (a == "--allow-no-key") {
             o.params.allow_no_key = 1;
         } else if (a == "--device") {
@@ -147,6 +152,7 @@ int main(int argc, char** argv) {
     sigaddset(&signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+    cli::apply_transport(o.transport, o.params);
     std::vector<const char*> paths;
     for (const auto& s : o.shards) paths.push_back(s.c_str());
     strata_model* model = nullptr;

@@ -19,14 +19,15 @@ from .errors import AbiMismatch, LibraryError, LibraryNotFound, Status, StrataEr
 from .model import Model, ShardInfo, TensorInfo, VocabInfo, open_model
 from .model import chat_builtin_formats
 from .session import DEVICES, KV_TYPES, SAMPLING_SETTINGS, STOP_REASONS, Generation, Session
-from .pipeline import Pipeline, Worker, format_layers
+from .pipeline import TRANSPORTS, Pipeline, Worker, format_layers, transport_available, transport_unavailable_reason
 from .writer import Writer
 
 __all__ = [
     "ABI_VERSION", "AbiMismatch", "DEVICES", "Generation", "KV_TYPES", "LibraryError", "LibraryNotFound", "MetadataType",
     "Model", "Pipeline", "SAMPLING_SETTINGS", "STOP_REASONS", "Session", "ShardInfo", "Status", "StrataError", "TensorInfo", "TensorType", "ValueType", "VocabInfo", "Worker", "Writer", "format_layers", "abi_version", "library_path",
     "load_library", "open_model", "status_name", "status_string", "tensor_type_id", "tensor_type_name",
-    "tensor_type_supported", "use_library", "version", "version_number",
+    "tensor_type_supported", "use_library", "version", "version_number", "TRANSPORTS", "transport_available",
+    "transport_unavailable_reason",
 ]
 
 

@@ -246,6 +246,13 @@ class PipelineParams(ctypes.Structure):
         ("tls_cert_file", ctypes.c_char_p),
         ("tls_key_file", ctypes.c_char_p),
         ("tls_ca_file", ctypes.c_char_p),
+        ("transport", ctypes.c_char_p),
+        ("rdma_transports", ctypes.c_char_p),
+        ("rdma_devices", ctypes.c_char_p),
+        ("rdma_mtu", ctypes.c_int32),
+        ("rdma_max_inline", ctypes.c_int32),
+        ("rdma_rx_queue_len", ctypes.c_int32),
+        ("rdma_tx_queue_len", ctypes.c_int32),
     ]
 
 
@@ -269,6 +276,13 @@ class WorkerParams(ctypes.Structure):
         ("tls_key_file", ctypes.c_char_p),
         ("tls_ca_file", ctypes.c_char_p),
         ("device", ctypes.c_int32),
+        ("transport", ctypes.c_char_p),
+        ("rdma_transports", ctypes.c_char_p),
+        ("rdma_devices", ctypes.c_char_p),
+        ("rdma_mtu", ctypes.c_int32),
+        ("rdma_max_inline", ctypes.c_int32),
+        ("rdma_rx_queue_len", ctypes.c_int32),
+        ("rdma_tx_queue_len", ctypes.c_int32),
     ]
 
 
@@ -291,6 +305,7 @@ PIPELINE_PROTOTYPES = {
     "strata_worker_run": (c_status, [_vp]),
     "strata_worker_stop": (c_status, [_vp]),
     "strata_worker_free": (None, [_vp]),
+    "strata_transport_available": (c_status, [ctypes.c_char_p]),
 }
 
 

@@ -92,6 +92,44 @@ def _tls_files(p: Any, cert: Optional[PathLike], key: Optional[PathLike], ca: Op
     return files
 
 
+TRANSPORTS = ("tcp", "tls", "rdma", "nccl")
+
+
+def transport_available(transport: str) -> bool:
+    """Whether this library can carry pipeline links over ``transport`` (one of TRANSPORTS);
+    ValueError for another name. transport_unavailable_reason() says why not."""
+    return transport_unavailable_reason(transport) is None
+
+
+def transport_unavailable_reason(transport: str) -> Optional[str]:
+    """None when ``transport`` is available, else the library's reason (naming what is missing)."""
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {list(TRANSPORTS)}, got {transport!r}")
+    if not _lib.has("strata_transport_available"):
+        return None if transport in ("tcp", "tls") else "the library predates strata_transport_available"
+    status = _lib.fn("strata_transport_available")(transport.encode("ascii"))
+    return None if status == 0 else _lib.last_error()
+
+
+RDMA_SETTINGS = ("transports", "devices", "mtu", "max_inline", "rx_queue_len", "tx_queue_len")
+
+
+def _link_params(p: Any, transport: Optional[str], rdma: Optional[dict]) -> tuple:
+    """Sets the params' transport and rdma_* fields; returns the encoded strings (kept alive)."""
+    rdma = dict(rdma or {})
+    unknown = sorted(set(rdma) - set(RDMA_SETTINGS))
+    if unknown:
+        raise ValueError(f"unknown rdma settings {unknown}; expected some of {list(RDMA_SETTINGS)}")
+    kept = tuple(s.encode("utf-8") if s is not None else None
+                 for s in (transport, rdma.get("transports"), rdma.get("devices")))
+    p.transport, p.rdma_transports, p.rdma_devices = kept
+    p.rdma_mtu = int(rdma.get("mtu", 0))
+    p.rdma_max_inline = int(rdma.get("max_inline", 0))
+    p.rdma_rx_queue_len = int(rdma.get("rx_queue_len", 0))
+    p.rdma_tx_queue_len = int(rdma.get("tx_queue_len", 0))
+    return kept
+
+
 class Pipeline(OwnedHandle):
     """The head of a pipeline over ``workers`` ("HOST:PORT" each, in stage order).
 
@@ -103,7 +141,11 @@ class Pipeline(OwnedHandle):
     ``n_threads``, ``memory_budget``: the head's own. ``n_batch``: the prefill micro-batch.
     Times in milliseconds. ``tls_ca_file``: TLS on every link, the workers' certificates checked
     against this CA (PEM) and the address dialed; ``tls_cert_file`` / ``tls_key_file``: the
-    head's certificate for workers that require one (mutual TLS). Errors name the stage:
+    head's certificate for workers that require one (mutual TLS). ``transport``: "tcp" (default;
+    "tls" when TLS files are given), "tls", or "rdma" (UCX; every worker must serve rdma), with
+    ``rdma`` a dict of UCX settings: transports, devices, mtu, max_inline, rx_queue_len,
+    tx_queue_len (StrataError UNSUPPORTED naming the transport when the library lacks it).
+    Errors name the stage:
     StrataError REFUSED (key, model, version, layer range, a certificate or TLS handshake),
     STAGE_FAILED or IO (unreachable), OUT_OF_MEMORY (a stage's plan).
     """
@@ -117,7 +159,8 @@ class Pipeline(OwnedHandle):
                  heartbeat_ms: int = 1000, peer_timeout_ms: int = 5000, connect_timeout_ms: int = 5000,
                  socket_buffer_bytes: int = 0, wire_dtype: str = "f16",
                  tls_cert_file: Optional[PathLike] = None, tls_key_file: Optional[PathLike] = None,
-                 tls_ca_file: Optional[PathLike] = None):
+                 tls_ca_file: Optional[PathLike] = None, transport: Optional[str] = None,
+                 rdma: Optional[dict] = None):
         self._h: Optional[int] = None
         self._session: Optional[Session] = None
         self._model, self._owns_model = _own_model(model)
@@ -148,6 +191,7 @@ class Pipeline(OwnedHandle):
                 raise ValueError(f"wire_dtype must be one of {sorted(WIRE_DTYPES)}, got {wire_dtype!r}")
             p.wire_dtype = WIRE_DTYPES[wire_dtype]
             self._c_tls = _tls_files(p, tls_cert_file, tls_key_file, tls_ca_file)
+            self._c_link = _link_params(p, transport, rdma)
             self._params = p
             h = ctypes.c_void_p()
             check(_lib.fn("strata_pipeline_create")(self._model._handle(), ctypes.byref(p), ctypes.byref(h)))
@@ -241,6 +285,8 @@ class Worker(OwnedHandle):
     ``tls_cert_file`` / ``tls_key_file``: TLS on every connection with this certificate and key
     (PEM); ``tls_ca_file``: heads must present a certificate signed by this CA (mutual TLS).
 
+    ``transport`` and ``rdma``: as for Pipeline; "rdma" listens through UCX on ``listen``.
+
     ``device`` "cuda": the stages' layers run on the GPU (``memory_budget`` is then device
     memory); StrataError (UNSUPPORTED) naming why when no GPU can be used.
 
@@ -256,7 +302,8 @@ class Worker(OwnedHandle):
                  memory_budget: int = 0, heartbeat_ms: int = 1000, peer_timeout_ms: int = 5000,
                  log: Optional[Callable[[str], Any]] = None, tls_cert_file: Optional[PathLike] = None,
                  tls_key_file: Optional[PathLike] = None, tls_ca_file: Optional[PathLike] = None,
-                 device: Union[str, int] = "cpu"):
+                 device: Union[str, int] = "cpu", transport: Optional[str] = None,
+                 rdma: Optional[dict] = None):
         self._h: Optional[int] = None
         self._thread: Optional[threading.Thread] = None
         self._run_error: Optional[BaseException] = None
@@ -282,6 +329,7 @@ class Worker(OwnedHandle):
             p.peer_timeout_ms = int(peer_timeout_ms)
             p.device = _device_id(device)
             self._c_tls = _tls_files(p, tls_cert_file, tls_key_file, tls_ca_file)
+            self._c_link = _link_params(p, transport, rdma)
             self._log_fn = log
             if log is not None:
                 def cb(line: Optional[bytes], _user: Any) -> None:

@@ -1,6 +1,11 @@
 """Pipelines when things go wrong: a worker killed or frozen mid-generation, a head that dies,
 peers that must be refused (key, model, layer range), and malformed frames from a stranger.
 
+Every test that needs no raw TCP socket runs twice: over tcp and over rdma (UCX, which carries
+the stream over TCP or shared memory on a machine without an RDMA device), with the same
+expected errors. The malformed-frame tests write raw TCP and run over tcp only; the rdma
+connection's own bad-frame handling is in tests/unit/transport/test_transport_ucx.cpp.
+
 Time bounds (the only timing assertions here): a failure must surface within the peer timeout
 plus DETECT_MARGIN_S, a margin for a loaded 2-core machine; every wait is bounded so that a hang
 fails the test instead of stalling the run."""
@@ -35,8 +40,20 @@ def models(tmp_path_factory):
     return pipeline_models(tmp_path_factory.mktemp("fault-models"), ["llama-f32", "qwen3-q8_0"])
 
 
+TRANSPORTS = ["tcp", pytest.param("rdma", marks=pytest.mark.skipif(not strata.transport_available("rdma"),
+                                                                       reason="the library was built without UCX"))]
+
+
+@pytest.fixture(params=TRANSPORTS)
+def pool(request, tmp_path):
+    p = WorkerPool(tmp_path, heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS, transport=request.param)
+    p.transport = request.param
+    yield p
+    p.close()
+
+
 @pytest.fixture
-def pool(tmp_path):
+def tcp_pool(tmp_path):
     p = WorkerPool(tmp_path, heartbeat_ms=HEARTBEAT_MS, peer_timeout_ms=PEER_TIMEOUT_MS)
     yield p
     p.close()
@@ -53,7 +70,8 @@ def local_greedy(models):
 
 def _pipeline(m, ws, **kw) -> strata.Pipeline:
     opts = dict(wire_dtype="f32", layers=LAYERS, n_ctx=N_CTX, n_threads=1, n_batch=8, heartbeat_ms=HEARTBEAT_MS,
-                peer_timeout_ms=PEER_TIMEOUT_MS, connect_timeout_ms=10000)
+                peer_timeout_ms=PEER_TIMEOUT_MS, connect_timeout_ms=10000,
+                transport=next((w.transport for w in ws if isinstance(w, WorkerProc)), "tcp"))
     opts.update(kw)
     return strata.Pipeline(m, workers=[w if isinstance(w, str) else w.address for w in ws], **opts)
 
@@ -137,10 +155,10 @@ def test_a_frozen_worker_is_detected_within_the_peer_timeout(models, pool, local
 
 _HEAD_SCRIPT = textwrap.dedent("""
     import sys, strata
-    model, layers, workers = sys.argv[1], sys.argv[2], sys.argv[3:]
+    model, layers, transport, workers = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     m = strata.Model(model)
     p = strata.Pipeline(m, workers=workers, layers=layers, n_ctx=1024, n_threads=1, n_batch=8, wire_dtype="f32",
-                        heartbeat_ms=200, peer_timeout_ms=2000)
+                        heartbeat_ms=200, peer_timeout_ms=2000, transport=transport)
     s = p.session()
     print("ready", flush=True)
     while True:
@@ -155,7 +173,7 @@ def test_a_worker_whose_head_dies_frees_the_sequence_and_serves_the_next_head(mo
     w1, w2 = pool.spawn_n(paths, 2)
     script = tmp_path / "head.py"
     script.write_text(_HEAD_SCRIPT)
-    head = subprocess.Popen([sys.executable, str(script), paths[0], LAYERS, w1.address, w2.address],
+    head = subprocess.Popen([sys.executable, str(script), paths[0], LAYERS, pool.transport, w1.address, w2.address],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=os.environ.copy())
     lines: list[str] = []
     try:
@@ -280,7 +298,8 @@ def _expect_closed(addr: tuple[str, int], data: bytes, shut_wr: bool, timeout: f
             got += chunk
 
 
-def test_malformed_frames_close_only_that_connection(models, pool, local_greedy):
+def test_malformed_frames_close_only_that_connection(models, tcp_pool, local_greedy):
+    pool = tcp_pool
     paths = models["llama-f32"]
     w1, w2 = pool.spawn_n(paths, 2)
     payload = hello_payload()
@@ -322,10 +341,11 @@ def test_malformed_frames_close_only_that_connection(models, pool, local_greedy)
         assert _greedy(s) == local_greedy
 
 
-def test_a_head_that_sends_garbage_after_a_good_handshake_does_not_take_the_worker_down(models, pool,
+def test_a_head_that_sends_garbage_after_a_good_handshake_does_not_take_the_worker_down(models, tcp_pool,
                                                                                         local_greedy):
     """A peer speaking the protocol's framing but not its stage order (a frame the worker does not
     expect right after connecting) is cut off; the worker keeps serving."""
+    pool = tcp_pool
     paths = models["llama-f32"]
     w1, w2 = pool.spawn_n(paths, 2)
     mark = len(w2.log())
