@@ -101,6 +101,32 @@ Deployment pipeline_deployment(strata::model& m, const std::string& plan_text, i
                              {"layers", layers(at(s, "layers"))},
                              {"backend", backend.empty() ? "unknown" : backend}});
             if (head) continue;
+            const std::string link_kind = at(s, "transport").is_string() ? at(s, "transport").get<std::string>() : kind;
+            if (at(s, "rdma").is_object()) {
+                // rdma: the UCX settings asked for, and what UCX chose on the endpoint (its lanes).
+                const json& conf = at(at(s, "rdma"), "configured");
+                const json& obs = at(at(s, "rdma"), "observed");
+                json c = link_settings("strata_pipeline_params rdma_* (0 and \"\": UCX's default)");
+                c["mtu_bytes"] = at(conf, "mtu").is_number() && at(conf, "mtu").get<int64_t>() > 0 ? at(conf, "mtu") : json(nullptr);
+                for (const char* k : {"library", "transports", "devices", "max_inline_bytes", "rx_queue_len", "tx_queue_len",
+                                      "max_payload_bytes"})
+                    if (!at(conf, k).is_null()) c["other"][k] = as_text(at(conf, k));
+                json o = link_settings("the connected UCX endpoint (ucp_ep_print_info lanes), as strata_pipeline_plan_json reports it");
+                std::string lanes;
+                const json& ls = at(obs, "lanes");
+                if (ls.is_array())
+                    for (const json& lane : ls) {
+                        lanes += (lanes.empty() ? "" : ",") + as_text(at(lane, "transport")) + "/" + as_text(at(lane, "device"));
+                        if (o["mtu_bytes"].is_null() && at(lane, "mtu").is_number() && at(lane, "mtu").get<int64_t>() > 0)
+                            o["mtu_bytes"] = at(lane, "mtu");
+                        if (o["interface"].is_null()) o["interface"] = as_text(at(lane, "device"));
+                    }
+                o["other"]["lanes"] = lanes;
+                for (const char* k : {"ucx_version", "connection_manager", "local", "remote"})
+                    if (!at(obs, k).is_null()) o["other"][k] = as_text(at(obs, k));
+                links.push_back({{"from", "head"}, {"to", name}, {"kind", link_kind}, {"configured", c}, {"observed", o}});
+                continue;
+            }
             // Configured: what this process asked for; observed: what getsockopt and the
             // interface said on the connected socket. Never copied from one side to the other.
             const json& conf = at(at(s, "socket"), "configured");
@@ -119,7 +145,7 @@ Deployment pipeline_deployment(strata::model& m, const std::string& plan_text, i
             o["interface"] = text_or_null(at(obs, "interface"));
             for (const char* k : {"local", "remote"})
                 if (!at(obs, k).is_null()) o["other"][k] = as_text(at(obs, k));
-            links.push_back({{"from", "head"}, {"to", name}, {"kind", kind}, {"configured", c}, {"observed", o}});
+            links.push_back({{"from", "head"}, {"to", name}, {"kind", link_kind}, {"configured", c}, {"observed", o}});
         }
     for (const char* k : {"n_batch", "wire_dtype", "heartbeat_ms", "peer_timeout_ms", "protocol_version", "planned_by"})
         for (json& l : links)
