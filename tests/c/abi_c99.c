@@ -150,6 +150,38 @@ static void test_worker_device(strata_model* model) {
     CHECK(strstr(strata_last_error(), "CUDA") == NULL && strstr(strata_last_error(), "device") == NULL);
 }
 
+/* The transport fields appended to both params structs, and strata_transport_available. */
+static void test_transports(strata_model* model) {
+    strata_worker_params params;
+    strata_worker* worker = NULL;
+    strata_status st;
+    st = strata_transport_available("tcp");
+    if (st == STRATA_ERR_UNSUPPORTED) return; /* no pipeline support in this build */
+    CHECK(st == STRATA_OK);
+    st = strata_transport_available("rdma");
+    CHECK(st == STRATA_OK || (st == STRATA_ERR_UNSUPPORTED && strstr(strata_last_error(), "UCX") != NULL));
+    CHECK(strata_transport_available("nccl") == STRATA_ERR_UNSUPPORTED && strstr(strata_last_error(), "nccl") != NULL);
+    CHECK(strata_transport_available("pigeon") == STRATA_ERR_INVALID_ARGUMENT &&
+          strstr(strata_last_error(), "pigeon") != NULL);
+    CHECK(strata_transport_available(NULL) == STRATA_ERR_INVALID_ARGUMENT);
+
+    strata_worker_default_params(&params);
+    CHECK(params.transport == NULL && params.rdma_mtu == 0);
+    CHECK(offsetof(strata_worker_params, transport) > offsetof(strata_worker_params, device));
+    CHECK(offsetof(strata_pipeline_params, transport) > offsetof(strata_pipeline_params, tls_ca_file));
+    params.transport = "pigeon";
+    CHECK(strata_worker_create(model, &params, &worker) == STRATA_ERR_INVALID_ARGUMENT && worker == NULL);
+    CHECK(strstr(strata_last_error(), "pigeon") != NULL);
+    params.transport = "rdma";
+    params.rdma_mtu = 1500;
+    CHECK(strata_worker_create(model, &params, &worker) == STRATA_ERR_INVALID_ARGUMENT && worker == NULL);
+    CHECK(strstr(strata_last_error(), "mtu 1500") != NULL);
+    /* A caller built before `transport` existed: whatever lies beyond its struct is not read. */
+    params.struct_size = offsetof(strata_worker_params, transport);
+    CHECK(strata_worker_create(model, &params, &worker) == STRATA_ERR_UNSUPPORTED && worker == NULL);
+    CHECK(strstr(strata_last_error(), "mtu") == NULL);
+}
+
 static void test_reading_the_fixture_model(void) {
     char path[1024];
     const char* paths[1];
@@ -205,6 +237,7 @@ static void test_reading_the_fixture_model(void) {
     test_session_n_seq(model);
     test_plan_device(model);
     test_worker_device(model);
+    test_transports(model);
     strata_model_free(model);
 }
 
