@@ -25,7 +25,7 @@ namespace {
 
 // UCX's error handler (peer failure mode): the endpoint's peer died, closed or refused.
 void on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
-    auto* shared = static_cast<UcxConnection::Shared*>(arg);
+    auto* shared = static_cast<UcxEndpointState*>(arg);
     if (!shared->failure) shared->failure = int(status);
     if (shared->worker) shared->worker->wake();
 }
@@ -44,7 +44,7 @@ std::pair<std::string, std::string> endpoint_addresses(ucp_ep_h ep) {
     return {sockaddr_text(attr.local_sockaddr), sockaddr_text(attr.remote_sockaddr)};
 }
 
-void set_peer_failure_mode(ucp_ep_params_t& params, UcxConnection::Shared* shared) {
+void set_peer_failure_mode(ucp_ep_params_t& params, UcxEndpointState* shared) {
     params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     params.err_handler.cb = on_endpoint_error;
@@ -67,8 +67,8 @@ Task<Result<std::unique_ptr<UcxConnection>>> ucx_dial(asio::any_io_executor ex, 
     auto made = UcxWorker::make(context, ex);
     if (!made) co_return made.error();
     std::shared_ptr<UcxWorker> worker = made.value();
-    auto shared = std::make_unique<UcxConnection::Shared>();
-    shared->worker = worker;
+    auto shared = std::make_shared<UcxEndpointState>();
+    shared->worker = worker.get();
 
     sockaddr_storage sa{};
     std::memcpy(&sa, address.data(), address.size());
@@ -167,8 +167,8 @@ Task<Result<std::unique_ptr<UcxConnection>>> UcxListener::accept() {
             ucp_listener_reject(pending_->listener, request);
             co_return made.error();
         }
-        auto shared = std::make_unique<UcxConnection::Shared>();
-        shared->worker = made.value();
+        auto shared = std::make_shared<UcxEndpointState>();
+        shared->worker = made.value().get();
         ucp_ep_params_t params{};
         params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST;
         params.conn_request = request;

@@ -39,7 +39,7 @@ std::string sockaddr_text(const sockaddr_storage& sa) {
     return {};
 }
 
-UcxConnection::UcxConnection(std::shared_ptr<UcxWorker> worker, ucp_ep_h ep, std::unique_ptr<Shared> shared,
+UcxConnection::UcxConnection(std::shared_ptr<UcxWorker> worker, ucp_ep_h ep, std::shared_ptr<UcxEndpointState> shared,
                              uint64_t max_payload, std::string local, std::string remote)
     : worker_(std::move(worker)),
       ep_(ep),
@@ -63,7 +63,7 @@ void UcxConnection::close() {
     // Flush what was posted (a bye, the last answer) unless the endpoint has failed; the
     // worker's pump lingers on the close, then ends (io_context::run can return) and the worker
     // goes with the last reference. Waiters on this connection wake and see it closed.
-    worker_->close_endpoint(ep_, shared_->failure != 0);
+    worker_->close_endpoint(ep_, shared_, shared_->failure != 0, spoke_last_);
 }
 
 Task<Status> UcxConnection::flush(Clock::time_point deadline, Timeout timeout) {
@@ -178,6 +178,7 @@ Task<Status> UcxConnection::send_raw(std::span<const std::span<const uint8_t>> p
         }
     }
     bytes_sent_.fetch_add(total, std::memory_order_relaxed);
+    spoke_last_ = true;
     co_return Ok{};
 }
 
@@ -201,6 +202,7 @@ Task<Result<Frame>> UcxConnection::receive_frame(Timeout timeout) {
         buffer_.insert(buffer_.end(), bytes, bytes + length);
         ucp_stream_data_release(ep_, data);
         bytes_received_.fetch_add(length, std::memory_order_relaxed);
+        spoke_last_ = false;
         return true;
     };
     for (;;) {

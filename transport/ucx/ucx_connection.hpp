@@ -32,10 +32,8 @@ namespace strata::transport {
 
 class UcxConnection final : public LinkConnection {
 public:
-    struct Shared;  // what UCX's error handler writes to (outlives no one: owned here)
-
     // Takes an endpoint made on `worker` by ucx_dial or UcxListener::accept, with its state.
-    UcxConnection(std::shared_ptr<UcxWorker> worker, ucp_ep_h ep, std::unique_ptr<Shared> shared,
+    UcxConnection(std::shared_ptr<UcxWorker> worker, ucp_ep_h ep, std::shared_ptr<UcxEndpointState> shared,
                   uint64_t max_payload, std::string local, std::string remote);
     ~UcxConnection() override;
 
@@ -61,22 +59,18 @@ private:
     Error failure_error(const char* what) const;
     std::shared_ptr<UcxWorker> worker_;
     ucp_ep_h ep_;
-    std::unique_ptr<Shared> shared_;
+    std::shared_ptr<UcxEndpointState> shared_;
     FrameDecoder decoder_;
     std::vector<uint8_t> buffer_;  // bytes received but not yet decoded
     size_t buffer_begin_ = 0;
     std::string local_, remote_;
     bool closed_ = false;
+    bool spoke_last_ = false;  // the last thing done was a send: on close, let the peer hang up first
     int sends_in_flight_ = 0;
 };
 
 // "1.2.3.4:80", "[::1]:80" ("" for another family).
 std::string sockaddr_text(const sockaddr_storage& sa);
 
-// The state UCX's error handler reaches through its argument.
-struct UcxConnection::Shared {
-    int failure = 0;  // ucs_status_t of the first error the endpoint reported; 0: none
-    std::shared_ptr<UcxWorker> worker;
-};
 
 }  // namespace strata::transport

@@ -3,6 +3,8 @@
 #include <ucp/api/ucp.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <sstream>
 
 namespace strata::transport {
@@ -36,6 +38,12 @@ std::string UcxContext::version() {
 
 Result<std::shared_ptr<UcxContext>> UcxContext::make(const UcxOptions& options) {
     if (Status st = options.validate(); !st) return st.error();
+    // A worker restarted on its port must be able to listen again at once, as over TCP (our TCP
+    // listeners set SO_REUSEADDR; UCX's TCP connection manager does not by default). UCX reads
+    // its connection managers' settings from the environment only (ucp_config_modify does not
+    // reach them), so this sets UCX_TCP_CM_REUSEADDR once, unless the user has set it.
+    static std::once_flag reuse_once;
+    std::call_once(reuse_once, [] { ::setenv("UCX_TCP_CM_REUSEADDR", "y", /*overwrite=*/0); });
     ucp_config_t* config = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
     if (st != UCS_OK) return make_error(Errc::io, "UCX cannot read its configuration: " + ucx_status_text(st));
@@ -48,6 +56,8 @@ Result<std::shared_ptr<UcxContext>> UcxContext::make(const UcxOptions& options) 
                               "UCX refuses " + name + "=" + value + ": " + ucx_status_text(st));
         }
     }
+    const char* reuse = std::getenv("UCX_TCP_CM_REUSEADDR");
+    settings.emplace_back("TCP_CM_REUSEADDR (environment)", reuse ? reuse : "");
     settings.emplace_back("TLS (as read back)", read_back(config, "TLS"));
     settings.emplace_back("NET_DEVICES (as read back)", read_back(config, "NET_DEVICES"));
 

@@ -17,6 +17,8 @@ constexpr auto kIdleWake = std::chrono::milliseconds(50);
 constexpr auto kPollWake = std::chrono::milliseconds(1);
 // How long a closing endpoint's pump keeps progressing for the close to complete.
 constexpr auto kLinger = std::chrono::milliseconds(1000);
+// How long the side that sent last waits for its peer to close first.
+constexpr auto kPeerGrace = std::chrono::milliseconds(2000);
 }  // namespace
 
 Result<std::shared_ptr<UcxWorker>> UcxWorker::make(std::shared_ptr<UcxContext> context, asio::any_io_executor ex) {
@@ -41,7 +43,11 @@ UcxWorker::UcxWorker(std::shared_ptr<UcxContext> context, ucp_worker_h worker, i
     : context_(std::move(context)), worker_(worker), ex_(ex), wakeup_(ex, fd) {}
 
 UcxWorker::~UcxWorker() {
-    if (closing_) ucp_request_free(closing_);  // the pump did not get to it (its io_context went first)
+    if (closing_) {  // the pump did not get to it (its io_context went first)
+        post_close(*closing_, true);
+        if (closing_->request) ucp_request_free(closing_->request);
+        closing_.reset();
+    }
     boost::system::error_code ignored;
     wakeup_.cancel(ignored);
     wakeup_.release();  // the fd is the worker's
@@ -60,17 +66,48 @@ void UcxWorker::wake() {
     for (auto* timer : waiters_) timer->cancel();
 }
 
-void UcxWorker::close_endpoint(ucp_ep_h ep, bool force) {
+void UcxWorker::close_endpoint(ucp_ep_h ep, std::shared_ptr<UcxEndpointState> state, bool force,
+                               bool wait_for_peer) {
+    if (closing_) {  // one endpoint per worker: a second close would be a bug; close the first now
+        post_close(*closing_, true);
+        if (closing_->request) ucp_request_free(closing_->request);
+        closing_.reset();
+    }
+    closing_.emplace();
+    closing_->ep = ep;
+    closing_->state = std::move(state);
+    closing_->wait_for_peer = wait_for_peer && !force;
+    closing_->peer_grace_until = Clock::now() + kPeerGrace;
+    if (force || !closing_->wait_for_peer) post_close(*closing_, force);
+    stop();
+}
+
+void UcxWorker::post_close(Closing& c, bool force) {
+    if (c.posted) return;
+    c.posted = true;
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-    ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &param);
+    param.flags = force || c.state->failure ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t req = ucp_ep_close_nbx(c.ep, &param);
     if (UCS_PTR_IS_PTR(req)) {
-        if (closing_) ucp_request_free(closing_);
-        closing_ = req;
-        linger_until_ = Clock::now() + kLinger;
+        c.request = req;
+        c.linger_until = Clock::now() + kLinger;
     }
-    stop();
+}
+
+// True once the closing endpoint (if any) needs no more progress: closed, or given up on.
+bool UcxWorker::closing_done() {
+    if (!closing_) return true;
+    Closing& c = *closing_;
+    const auto now = Clock::now();
+    if (!c.posted) {
+        if (c.state->failure == 0 && now < c.peer_grace_until) return false;  // the peer has not hung up yet
+        post_close(c, false);
+    }
+    if (c.request && ucp_request_check_status(c.request) == UCS_INPROGRESS && now < c.linger_until) return false;
+    if (c.request) ucp_request_free(c.request);  // released: UCX may drop it with the worker
+    closing_.reset();
+    return true;
 }
 
 void UcxWorker::stop() {
@@ -84,14 +121,7 @@ void UcxWorker::stop() {
 Task<void> UcxWorker::pump(std::shared_ptr<UcxWorker> self) {
     UcxWorker& w = *self;
     // Done once stopped and no close is left to linger on (or it has lingered long enough).
-    auto done = [&w] {
-        if (!w.stopped_) return false;
-        if (w.closing_ && ucp_request_check_status(w.closing_) == UCS_INPROGRESS && Clock::now() < w.linger_until_)
-            return false;
-        if (w.closing_) ucp_request_free(w.closing_);  // released: UCX may drop it with the worker
-        w.closing_ = nullptr;
-        return true;
-    };
+    auto done = [&w] { return w.stopped_ && w.closing_done(); };
     while (!done()) {
         w.progress();
         if (done()) break;

@@ -22,12 +22,22 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "transport/deadline.hpp"
 #include "transport/ucx/ucx_context.hpp"
 
 namespace strata::transport {
+
+class UcxWorker;
+
+// What UCX's error handler writes to for one endpoint. Shared by the connection and, while it
+// closes, the worker's pump: UCX may report a failure until the close has been posted.
+struct UcxEndpointState {
+    int failure = 0;             // ucs_status_t of the first error the endpoint reported; 0: none
+    UcxWorker* worker = nullptr; // the endpoint's worker (outlives the endpoint)
+};
 
 class UcxWorker {
 public:
@@ -51,9 +61,13 @@ public:
     void wake();
     // The pump ends; waiters wake. The last owner's reference then goes with the pump's.
     void stop();
-    // Closes `ep` (flushing first unless `force`) and then stops: the pump lingers until the
-    // close is done (the peer takes part, and so learns of it) or kLinger has passed.
-    void close_endpoint(ucp_ep_h ep, bool force);
+    // Closes `ep` and then stops. `force`: at once, nothing flushed (the endpoint failed).
+    // Otherwise the close flushes, and the pump lingers until it is done (the peer takes part)
+    // or kLinger has passed. `wait_for_peer`: first wait, up to kPeerGrace, for the peer to
+    // close its end: UCX's connection manager may tell the peer of a close before the peer has
+    // read the last bytes sent (over TCP they travel on another socket), and the peer's UCX then
+    // drops them, so the side that spoke last lets the other hang up first.
+    void close_endpoint(ucp_ep_h ep, std::shared_ptr<UcxEndpointState> state, bool force, bool wait_for_peer);
 
 private:
     UcxWorker(std::shared_ptr<UcxContext> context, ucp_worker_h worker, int fd, boost::asio::any_io_executor ex);
@@ -66,8 +80,18 @@ private:
     std::set<boost::asio::steady_timer*> waiters_;
     int polling_ = 0;  // waiters with a send in flight
     bool stopped_ = false;
-    void* closing_ = nullptr;  // the endpoint's close request while the pump lingers on it
-    Clock::time_point linger_until_{};
+    struct Closing {
+        ucp_ep_h ep = nullptr;
+        std::shared_ptr<UcxEndpointState> state;
+        bool wait_for_peer = false;
+        Clock::time_point peer_grace_until{};
+        bool posted = false;
+        void* request = nullptr;  // the close request, while the pump lingers on it
+        Clock::time_point linger_until{};
+    };
+    std::optional<Closing> closing_;
+    void post_close(Closing& c, bool force);
+    bool closing_done();
 };
 
 }  // namespace strata::transport

@@ -438,3 +438,31 @@ TEST_CASE("ucx: a connection reports UCX's version, its addresses, its lanes and
 }
 
 #endif
+
+#if STRATA_TRANSPORT_HAS_UCX
+TEST_CASE("ucx: a port whose listener had a connection can be listened on again at once") {
+    uint16_t port = 0;
+    {
+        Loopback net;
+        port = net.listener->port();
+        std::optional<Result<Frame>> got;
+        net.run(
+            [&]() -> Task<void> {
+                const Frame beat{MessageType::heartbeat, {}};
+                auto st = co_await net.client->send_frame(beat, Timeout{1000});
+                REQUIRE(st.ok());
+            },
+            [&]() -> Task<void> {
+                auto r = co_await net.server->receive_frame(Timeout{2000});
+                got = std::move(r);
+            });
+        REQUIRE(got->ok());
+        net.server->close();  // the accepting side closes first, as a killed worker's does
+        net.listener->close();
+    }
+    asio::io_context ctx;
+    auto again = UcxListener::bind(ctx.get_executor(), {"127.0.0.1", port}, context());
+    REQUIRE_MESSAGE(again.ok(), (again.ok() ? "" : again.error().detail));
+    CHECK(again.value()->port() == port);
+}
+#endif
