@@ -36,6 +36,9 @@
 #include "transport/handshake.hpp"
 #include "transport/send.hpp"
 #include "transport/tcp.hpp"
+#if STRATA_TRANSPORT_HAS_UCX
+#include "transport/ucx/ucx.hpp"
+#endif
 #include "util/error.hpp"
 
 using namespace strata::transport;
@@ -151,7 +154,10 @@ public:
                 T r = co_await std::move(task);
                 out.emplace(std::move(r));
             },
-            [&](std::exception_ptr e) { error = e; });
+            [&](std::exception_ptr e) {
+                error = e;
+                io_.stop();  // an rdma connection's pump would keep run() going
+            });
         io_.run();
         io_.restart();
         if (error) std::rethrow_exception(error);
@@ -165,6 +171,33 @@ public:
         conn_ = std::move(r.value());
         return Ok{};
     }
+
+#if STRATA_TRANSPORT_HAS_UCX
+    // The same head side over the rdma transport (UCX).
+    Status connect_rdma(uint16_t port) {
+        if (!ucx_) {
+            auto made = UcxContext::make({});
+            if (!made) return made.error();
+            ucx_ = made.value();
+        }
+        auto r = sync<Result<std::unique_ptr<UcxConnection>>>(
+            [&] { return ucx_dial(io_.get_executor(), Endpoint{"127.0.0.1", port}, ucx_, Timeout{5000}); });
+        if (!r) return r.error();
+        conn_ = std::move(r.value());
+        return Ok{};
+    }
+
+    // Bytes as they are, for frames the codec would never produce.
+    Status send_raw(const std::vector<uint8_t>& bytes) {
+        auto* ucx = dynamic_cast<UcxConnection*>(conn_.get());
+        REQUIRE(ucx != nullptr);
+        return sync<Status>([&]() -> Task<Status> {
+            const std::span<const uint8_t> part(bytes);
+            Status st = co_await ucx->send_raw(std::span(&part, 1), Timeout{5000});
+            co_return st;
+        });
+    }
+#endif
 
     Result<Hello> handshake(const std::string& key, Hello hello = dialer_hello()) {
         HandshakeConfig config;
@@ -206,11 +239,14 @@ public:
         return receive();
     }
 
-    TcpConnection& conn() { return *conn_; }
+    LinkConnection& conn() { return *conn_; }
 
 private:
     asio::io_context io_;
-    std::unique_ptr<TcpConnection> conn_;
+#if STRATA_TRANSPORT_HAS_UCX
+    std::shared_ptr<UcxContext> ucx_;
+#endif
+    std::unique_ptr<LinkConnection> conn_;
 };
 
 // A blocking POSIX socket: for bytes no encoder would produce.
@@ -538,3 +574,56 @@ TEST_CASE("worker: options it cannot serve are refused") {
 }
 
 #endif  // STRATA_TRANSPORT_HAS_TCP
+
+#if STRATA_TRANSPORT_HAS_TCP && STRATA_TRANSPORT_HAS_UCX
+// The worker over rdma (UCX: here over its TCP transport): the same handshake, refusals,
+// stage answers and bad-frame handling as over tcp.
+TEST_CASE("worker over rdma: handshake and refusals, stage answers, a bad checksum closes that connection only") {
+    pipeline::WorkerOptions o = worker_options();
+    o.transport = LinkKind::rdma;
+    RunningWorker worker(o);
+    CHECK_FALSE(worker.wait_for_log({"over rdma"}).empty());
+    {
+        Client tcp;  // a tcp head gets nowhere: the port is UCX's
+        const Status st = tcp.connect(worker.port());
+        if (st.ok()) CHECK_FALSE(tcp.handshake(kKey).ok());
+    }
+    {
+        Client c;
+        REQUIRE(c.connect_rdma(worker.port()).ok());
+        auto h = c.handshake("another secret");
+        REQUIRE_FALSE(h.ok());
+        CHECK(h.error().code == Errc::auth_failed);
+        CHECK_FALSE(worker.wait_for_log({"refused", "auth_failed"}).empty());
+    }
+    {
+        Client c;
+        REQUIRE(c.connect_rdma(worker.port()).ok());
+        auto h = c.handshake(kKey, dialer_hello(0, 0, 0x42));
+        REQUIRE_FALSE(h.ok());
+        CHECK(h.error().code == Errc::identity_mismatch);
+    }
+    Client other;
+    REQUIRE(other.connect_rdma(worker.port()).ok());
+    auto h = other.handshake(kKey);
+    REQUIRE_MESSAGE(h.ok(), (h.ok() ? std::string() : h.error().detail));
+    as<StageReady>(other.request(configure_msg(1, 3)));
+    CHECK(std::string(other.conn().kind()) == "rdma");
+
+    Client bad;
+    REQUIRE(bad.connect_rdma(worker.port()).ok());
+    REQUIRE(bad.handshake(kKey).ok());
+    auto wire = encode_frame(to_frame(Message(configure_msg(1, 3))).value());
+    wire.back() ^= 0x40;  // the payload no longer matches the header's CRC32C
+    REQUIRE(bad.send_raw(wire).ok());
+    Result<Message> r = bad.receive();
+    while (r.ok()) r = bad.receive();
+    CHECK((r.error().code == Errc::closed || r.error().code == Errc::timed_out));
+    CHECK_FALSE(worker.wait_for_log({"closing", "checksum"}).empty());
+
+    const auto& info = as<StageInfo>(other.request(StageQuery{}));
+    CHECK(info.n_layers == kLayers);
+    Forward f = forward_msg(0, ForwardOutput::hidden, {3}, 5);
+    CHECK(as<Tensor>(other.request(f)).dims == std::vector<uint64_t>{1, 256});
+}
+#endif
