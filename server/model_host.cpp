@@ -86,6 +86,7 @@ void ModelHost::load(const Options& o, JobQueue& queue, Metrics& metrics) {
             pp.n_workers = workers.size();
             pp.layers = layers.empty() ? nullptr : layers.c_str();
             pp.key_file = o.worker_key_file.empty() ? nullptr : o.worker_key_file.c_str();
+            pp.transport = o.worker_transport.empty() ? nullptr : o.worker_transport.c_str();
             pp.n_ctx = o.n_ctx;
             pp.n_threads = o.n_threads;
             PipelineEngine::Lane lane;

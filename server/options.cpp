@@ -30,6 +30,8 @@ constexpr const char* kUsage =
     "  --api-key-file F      the key is the first line of F\n"
     "  --worker ADDR         a pipeline stage HOST:PORT (repeat, in stage order); one pipeline per slot\n"
     "  --worker-key-file F   the workers' pre-shared key\n"
+    "  --worker-transport T  what the pipeline links run on: tcp (default) or rdma (UCX; the workers\n"
+    "                        must serve rdma: strata-worker --transport rdma)\n"
     "  --layers A:B,...      the pipeline's layer ranges, head first (default: planned)\n"
     "  --queue N             requests that may wait for a slot; more get 503 (default 64)\n"
     "  --timeout-s S         per-request deadline; 0: none (default 600). A request past it ends:\n"
@@ -87,6 +89,7 @@ Options parse(int argc, char** argv) {
         } else if (a == "--api-key-file") key_file = value();
         else if (a == "--worker") o.workers.push_back(value());
         else if (a == "--worker-key-file") o.worker_key_file = value();
+        else if (a == "--worker-transport") o.worker_transport = value();
         else if (a == "--layers") o.layers = value();
         else if (a == "--queue") o.queue_limit = integer<int32_t>(a, value(), 0, 1 << 20);
         else if (a == "--timeout-s") o.timeout_s = cli::number(a, value(), 0, 1e7);
@@ -107,8 +110,8 @@ Options parse(int argc, char** argv) {
         if (o.api_key.empty()) throw cli::usage_error("--api-key-file: '" + key_file + "' holds no key");
     }
     if (key_given && o.api_key.empty()) throw cli::usage_error("--api-key needs a non-empty key");
-    if (o.workers.empty() && (!o.worker_key_file.empty() || !o.layers.empty()))
-        throw cli::usage_error("--worker-key-file and --layers need at least one --worker");
+    if (o.workers.empty() && (!o.worker_key_file.empty() || !o.worker_transport.empty() || !o.layers.empty()))
+        throw cli::usage_error("--worker-key-file, --worker-transport and --layers need at least one --worker");
     if (!o.chat_format.empty()) {
         o.chat_format_is_name = is_builtin_format(o.chat_format);
         if (!o.chat_format_is_name) o.chat_format = read_file("--chat-format (not a built-in format)", o.chat_format);

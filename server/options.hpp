@@ -17,6 +17,7 @@ struct Options {
     std::string api_key;                   // empty: no key asked
     std::vector<std::string> workers;      // pipeline stages after the head, in order
     std::string worker_key_file;           // pre-shared key of the workers
+    std::string worker_transport;          // --worker-transport tcp|rdma; empty: tcp
     std::string layers;                    // pipeline layer ranges; empty: planned
     int32_t queue_limit = 64;              // requests waiting for a slot before 503
     double timeout_s = 600;                // per-request deadline; 0: none

@@ -103,13 +103,15 @@ inline int32_t wire_dtype(const std::string& name) {
 }
 
 // The pipeline options of strata-bench and strata-eval (PARAMS a strata::pipeline_params):
-// --worker HOST:PORT (repeatable), --layers A:B,..., --key-file F, --wire f16|bf16|f32. True
+// --worker HOST:PORT (repeatable), --layers A:B,..., --key-file F, --wire f16|bf16|f32,
+// --transport tcp|rdma (what the links run on; the workers must serve the same). True
 // when A is one of them (VALUE() its value, as cli::value gives it); --wire sets WIRE_GIVEN.
 template <typename Params, typename Value>
 bool pipeline_option(const std::string& a, Value&& value, Params& params, bool& wire_given) {
     if (a == "--worker") params.workers.push_back(value());
     else if (a == "--layers") params.layers = value();
     else if (a == "--key-file") params.key_file = value();
+    else if (a == "--transport") params.transport = value();
     else if (a == "--wire") {
         params.wire_dtype = wire_dtype(value());
         wire_given = true;
@@ -120,8 +122,9 @@ bool pipeline_option(const std::string& a, Value&& value, Params& params, bool& 
 // A usage_error when --layers, --key-file or --wire came without a --worker.
 template <typename Params>
 void check_pipeline_options(const Params& params, bool wire_given) {
-    if (params.workers.empty() && (!params.layers.empty() || !params.key_file.empty() || wire_given))
-        throw usage_error("--layers, --key-file and --wire need at least one --worker");
+    if (params.workers.empty() && (!params.layers.empty() || !params.key_file.empty() || !params.transport.empty() ||
+                                   wire_given))
+        throw usage_error("--layers, --key-file, --transport and --wire need at least one --worker");
 }
 
 }  // namespace cli

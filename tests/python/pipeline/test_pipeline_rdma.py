@@ -7,11 +7,14 @@ bit (max |difference| <= 1e-6) and the same greedy tokens. The fault tests run o
 test_pipeline_faults.py (parametrized by transport)."""
 from __future__ import annotations
 
+import json
+import subprocess
+
 import pytest
 
 import strata
 from _pipeline_cases import PipelineSettings, assert_same_trace, check_three_ranges, prompt_tokens, three_stage_traces
-from pipeline_util import WorkerPool, n_layers, pipeline_models, plan_ranges
+from pipeline_util import WorkerPool, n_layers, pipeline_models, plan_ranges, tool
 
 pytestmark = pytest.mark.skipif(not strata.transport_available("rdma"),
                                 reason=f"no rdma transport: {strata.transport_unavailable_reason('rdma')}")
@@ -110,3 +113,32 @@ def test_transport_names_and_combinations_are_checked_before_dialing(models, wor
     assert "nccl" in strata.transport_unavailable_reason("nccl")
     with pytest.raises(ValueError):
         strata.transport_available("udp")
+
+
+def test_the_programs_run_a_pipeline_over_rdma_and_report_its_links(models, workers, tmp_path):
+    """strata-run and strata-bench with --transport rdma: the same text as one process (f32
+    wire), and a valid report whose links are rdma with UCX's lanes on the observed side only."""
+    from strata import report as R
+    from _report_tools import run
+
+    model = models["llama-f32"][0]
+    flags = [f for w in workers["llama-f32"] for f in ("--worker", w.address)] + ["--wire", "f32"]
+    args = ["-p", "Once upon a time", "-n", "12", "--temp", "0", "--threads", "1"]
+    def text_of(*extra) -> bytes:  # a random model's text need not be UTF-8: compared as bytes
+        r = subprocess.run([str(tool("strata-run")), str(model), *args, *extra], capture_output=True, timeout=120)
+        assert r.returncode == 0, r.stderr.decode("utf-8", "replace")
+        return r.stdout
+
+    assert text_of(*flags, "--transport", "rdma", "--layers", "0:2,2:4,4:6") == text_of()
+
+    out = tmp_path / "bench.json"
+    run("strata-bench", model, *flags, "--transport", "rdma", "-o", out, "--prompt-tokens", "16", "--gen-tokens", "4",
+        "--repeat", "1", "--threads", "1", timeout=300)
+    text = out.read_text()
+    assert R.validate(text) == [], R.validate(text)
+    links = json.loads(text)["transport"]["links"]
+    assert len(links) == 2
+    for link in links:
+        assert link["kind"] == "rdma", link
+        assert "lanes" in link["observed"]["other"] and "lanes" not in link["configured"]["other"]
+        assert link["configured"]["other"]["library"] == "ucx"

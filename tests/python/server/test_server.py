@@ -395,15 +395,18 @@ def m_tokens(path: Path, text: str) -> list[int]:
 
 # --- a three-stage loopback pipeline ---
 
-def test_a_pipeline_serves_the_same_answer_and_survives_a_dead_stage(server, tmp_path):
+@pytest.mark.parametrize("transport", ["tcp", pytest.param("rdma", marks=pytest.mark.skipif(
+    not strata.transport_available("rdma"), reason="the library was built without UCX"))])
+def test_a_pipeline_serves_the_same_answer_and_survives_a_dead_stage(server, tmp_path, transport):
     path = smollm2_path()
     skip_unless_pipelines(str(path))
     prompt = {"prompt": "The capital of France is", "temperature": 0, "max_tokens": 8}
     local = json.loads(server.request("POST", "/v1/completions", prompt)[2])["choices"][0]["text"]
-    workers = [WorkerProc([str(path)], tmp_path / f"worker{i}.log", threads=1).wait_listening() for i in range(2)]
+    workers = [WorkerProc([str(path)], tmp_path / f"worker{i}.log", threads=1, transport=transport).wait_listening()
+               for i in range(2)]
     s = None
     try:
-        s = Server([path], ["--parallel", "2", "--ctx", "256", "--threads", "1",
+        s = Server([path], ["--parallel", "2", "--ctx", "256", "--threads", "1", "--worker-transport", transport,
                             *sum((["--worker", w.address] for w in workers), [])], tmp_path / "pipe.log")
         s.wait_healthy()
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
@@ -420,7 +423,8 @@ def test_a_pipeline_serves_the_same_answer_and_survives_a_dead_stage(server, tmp
             if status != 200:
                 assert status == 502 and "stage" in json.loads(body)["error"]["message"], body
         assert 502 in statuses
-        workers[1] = WorkerProc([str(path)], tmp_path / "worker1b.log", listen=address, threads=1).wait_listening()
+        workers[1] = WorkerProc([str(path)], tmp_path / "worker1b.log", listen=address, threads=1,
+                                transport=transport).wait_listening()
         for _ in range(3):
             status, _, body = s.request("POST", "/v1/completions", prompt, key=None)
             assert status == 200, body
