@@ -45,6 +45,12 @@ UcxWorker::UcxWorker(std::shared_ptr<UcxContext> context, ucp_worker_h worker, i
 UcxWorker::~UcxWorker() {
     if (closing_) {  // the pump did not get to it (its io_context went first)
         post_close(*closing_, true);
+        // A forced close completes locally: wait for it (briefly), so that UCX does not find the
+        // request outstanding when the worker goes (it warns on stdout, which is the host's).
+        const auto until = Clock::now() + std::chrono::milliseconds(200);
+        while (closing_->request && ucp_request_check_status(closing_->request) == UCS_INPROGRESS &&
+               Clock::now() < until)
+            ucp_worker_progress(worker_);
         if (closing_->request) ucp_request_free(closing_->request);
         closing_.reset();
     }

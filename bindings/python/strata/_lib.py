@@ -224,6 +224,18 @@ SESSION_PROTOTYPES = {
 WORKER_LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)
 
 
+# The transport fields both params structs end with (appended after their TLS and device fields).
+_LINK_FIELDS = [
+        ("transport", ctypes.c_char_p),
+        ("rdma_transports", ctypes.c_char_p),
+        ("rdma_devices", ctypes.c_char_p),
+        ("rdma_mtu", ctypes.c_int32),
+        ("rdma_max_inline", ctypes.c_int32),
+        ("rdma_rx_queue_len", ctypes.c_int32),
+        ("rdma_tx_queue_len", ctypes.c_int32),
+]
+
+
 class PipelineParams(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -246,14 +258,7 @@ class PipelineParams(ctypes.Structure):
         ("tls_cert_file", ctypes.c_char_p),
         ("tls_key_file", ctypes.c_char_p),
         ("tls_ca_file", ctypes.c_char_p),
-        ("transport", ctypes.c_char_p),
-        ("rdma_transports", ctypes.c_char_p),
-        ("rdma_devices", ctypes.c_char_p),
-        ("rdma_mtu", ctypes.c_int32),
-        ("rdma_max_inline", ctypes.c_int32),
-        ("rdma_rx_queue_len", ctypes.c_int32),
-        ("rdma_tx_queue_len", ctypes.c_int32),
-    ]
+    ] + _LINK_FIELDS
 
 
 class WorkerParams(ctypes.Structure):
@@ -276,14 +281,7 @@ class WorkerParams(ctypes.Structure):
         ("tls_key_file", ctypes.c_char_p),
         ("tls_ca_file", ctypes.c_char_p),
         ("device", ctypes.c_int32),
-        ("transport", ctypes.c_char_p),
-        ("rdma_transports", ctypes.c_char_p),
-        ("rdma_devices", ctypes.c_char_p),
-        ("rdma_mtu", ctypes.c_int32),
-        ("rdma_max_inline", ctypes.c_int32),
-        ("rdma_rx_queue_len", ctypes.c_int32),
-        ("rdma_tx_queue_len", ctypes.c_int32),
-    ]
+    ] + _LINK_FIELDS
 
 
 # The pipeline section of strata.h (and strata_session_sample_top): appended functions, declared
