@@ -34,18 +34,6 @@ namespace attn = exec::attn;
 
 namespace {
 
-std::vector<int64_t> int_list(const std::string& s) {
-    std::vector<int64_t> out;
-    size_t i = 0;
-    while (i < s.size()) {
-        size_t j = s.find(',', i);
-        if (j == std::string::npos) j = s.size();
-        out.push_back(std::atoll(s.substr(i, j - i).c_str()));
-        i = j + 1;
-    }
-    return out;
-}
-
 std::vector<float> random_floats(std::mt19937_64& rng, int64_t n) {
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> v(static_cast<size_t>(n));
@@ -215,8 +203,8 @@ int main(int argc, char** argv) {
     bool mla = true, old = true;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--keys") keys = int_list(bench::option_value(argc, argv, i));
-        else if (a == "--threads") threads = int_list(bench::option_value(argc, argv, i));
+        if (a == "--keys") keys = bench::int_list(bench::option_value(argc, argv, i));
+        else if (a == "--threads") threads = bench::int_list(bench::option_value(argc, argv, i));
         else if (a == "--reps") reps = std::atoi(bench::option_value(argc, argv, i));
         else if (a == "--stream-mib") stream_mib = std::atoll(bench::option_value(argc, argv, i));
         else if (a == "--bw-mib") bw_mib = std::atoll(bench::option_value(argc, argv, i));

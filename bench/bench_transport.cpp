@@ -39,13 +39,6 @@ namespace bench = strata::bench;
 
 namespace {
 
-std::vector<int64_t> int_list(const std::string& text) {
-    std::vector<int64_t> out;
-    std::stringstream in(text);
-    for (std::string item; std::getline(in, item, ',');) out.push_back(std::atoll(item.c_str()));
-    return out;
-}
-
 // Echoes every frame back until the connection closes.
 tr::Task<void> echo(tr::Connection& conn) {
     for (;;) {
@@ -173,7 +166,7 @@ int main(int argc, char** argv) {
     std::string out;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--sizes") sizes = int_list(bench::option_value(argc, argv, i));
+        if (a == "--sizes") sizes = bench::int_list(bench::option_value(argc, argv, i));
         else if (a == "--reps") reps = std::max(1, std::atoi(bench::option_value(argc, argv, i)));
         else if (a == "-o") out = bench::option_value(argc, argv, i);
         else {

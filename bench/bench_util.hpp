@@ -90,6 +90,19 @@ inline std::string json_escape(const std::string& s) {
     return out;
 }
 
+// "512,4096" as numbers (an option's comma-separated list).
+inline std::vector<int64_t> int_list(const std::string& s) {
+    std::vector<int64_t> out;
+    size_t i = 0;
+    while (i < s.size()) {
+        size_t j = s.find(',', i);
+        if (j == std::string::npos) j = s.size();
+        out.push_back(std::atoll(s.substr(i, j - i).c_str()));
+        i = j + 1;
+    }
+    return out;
+}
+
 // The value after the option argv[i] (i then indexes it); without one, says so and exits with 2.
 inline const char* option_value(int argc, char** argv, int& i) {
     if (i + 1 >= argc) {

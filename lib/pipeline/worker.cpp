@@ -228,6 +228,7 @@ void Worker::bind() {
     if (w.bound()) fail(Status::invalid_argument, "the worker is already bound");
     const std::string where = w.options.listen.to_string();
     w.options.transport = resolve_link_kind(w.options.transport, w.options.tls);
+    // Throws when the key rule refuses the bound address; the listener closes as it goes out of scope.
     auto refuse_without_key = [&](bool loopback) {
         if (w.options.key.empty() && !w.options.allow_no_key && !loopback)
             fail(Status::invalid_argument, "refusing to serve " + where +
@@ -240,7 +241,6 @@ void Worker::bind() {
         if (!context) fail(Status::invalid_argument, "cannot serve " + where + " over rdma: " + context.error().detail);
         auto bound = transport::UcxListener::bind(w.io.get_executor(), w.options.listen, context.value());
         if (!bound) fail(Status::io, "cannot listen on " + where + " over rdma: " + bound.error().detail);
-        if (w.options.key.empty() && !w.options.allow_no_key && !bound.value()->is_loopback()) bound.value()->close();
         refuse_without_key(bound.value()->is_loopback());
         w.ucx_listener = std::move(bound.value());
         return;
@@ -250,7 +250,6 @@ void Worker::bind() {
     }
     auto bound = transport::TcpListener::bind(w.io.get_executor(), w.options.listen, w.options.tcp);
     if (!bound) fail(Status::io, "cannot listen on " + where + ": " + bound.error().detail);
-    if (w.options.key.empty() && !w.options.allow_no_key && !bound.value().is_loopback()) bound.value().close();
     refuse_without_key(bound.value().is_loopback());
     if (w.options.tls.enabled()) {
         auto tls = transport::TlsContext::make(transport::TlsRole::acceptor, w.options.tls);

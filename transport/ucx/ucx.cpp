@@ -36,14 +36,6 @@ void on_connection_request(ucp_conn_request_h request, void* arg) {
     if (pending->worker) pending->worker->wake();
 }
 
-// The endpoint's local and remote socket addresses, where UCX knows them.
-std::pair<std::string, std::string> endpoint_addresses(ucp_ep_h ep) {
-    ucp_ep_attr_t attr{};
-    attr.field_mask = UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR | UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
-    if (ucp_ep_query(ep, &attr) != UCS_OK) return {};
-    return {sockaddr_text(attr.local_sockaddr), sockaddr_text(attr.remote_sockaddr)};
-}
-
 void set_peer_failure_mode(ucp_ep_params_t& params, UcxEndpointState* shared) {
     params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLER | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
     params.err_mode = UCP_ERR_HANDLING_MODE_PEER;

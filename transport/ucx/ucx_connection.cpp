@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 
 #include <cstdio>
-#include <cstdlib>
 
 #include "transport/crc32c.hpp"
 
@@ -17,9 +16,12 @@ namespace {
 // by force (UCX completes it locally, with an error).
 constexpr auto kLetGo = std::chrono::milliseconds(2000);
 
-bool refusal(ucs_status_t st) {
-    return st == UCS_ERR_NOT_CONNECTED || st == UCS_ERR_UNREACHABLE || st == UCS_ERR_REJECTED ||
-           st == UCS_ERR_CONNECTION_RESET;
+// Setting an endpoint up failed with `st`: io, "connection refused" when the peer was not there.
+Error set_up_error(ucs_status_t st) {
+    const bool refused = st == UCS_ERR_NOT_CONNECTED || st == UCS_ERR_UNREACHABLE || st == UCS_ERR_REJECTED ||
+                         st == UCS_ERR_CONNECTION_RESET;
+    return make_error(Errc::io, std::string(refused ? "connection refused" : "connection failed") + " (UCX: " +
+                                    ucx_status_text(st) + ")");
 }
 
 }  // namespace
@@ -37,6 +39,13 @@ std::string sockaddr_text(const sockaddr_storage& sa) {
         return "[" + std::string(text) + "]:" + std::to_string(ntohs(in6.sin6_port));
     }
     return {};
+}
+
+std::pair<std::string, std::string> endpoint_addresses(ucp_ep_h ep) {
+    ucp_ep_attr_t attr{};
+    attr.field_mask = UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR | UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
+    if (ucp_ep_query(ep, &attr) != UCS_OK) return {};
+    return {sockaddr_text(attr.local_sockaddr), sockaddr_text(attr.remote_sockaddr)};
 }
 
 UcxConnection::UcxConnection(std::shared_ptr<UcxWorker> worker, ucp_ep_h ep, std::shared_ptr<UcxEndpointState> shared,
@@ -67,14 +76,8 @@ void UcxConnection::close() {
 }
 
 Task<Status> UcxConnection::flush(Clock::time_point deadline, Timeout timeout) {
-    if (!is_open()) {
-        if (shared_->failure) {
-            const auto st = static_cast<ucs_status_t>(shared_->failure);
-            co_return make_error(Errc::io, (refusal(st) ? "connection refused (UCX: " : "connection failed (UCX: ") +
-                                               ucx_status_text(st) + ")");
-        }
-        co_return make_error(Errc::closed, "connect: connection is closed");
-    }
+    if (closed_) co_return make_error(Errc::closed, "connect: connection is closed");
+    if (shared_->failure) co_return set_up_error(static_cast<ucs_status_t>(shared_->failure));
     ucp_request_param_t param{};
     ucs_status_ptr_t req = ucp_ep_flush_nbx(ep_, &param);
     ucs_status_t st = UCS_OK;
@@ -94,9 +97,7 @@ Task<Status> UcxConnection::flush(Clock::time_point deadline, Timeout timeout) {
         ucp_request_free(req);
     }
     if (st == UCS_OK && shared_->failure) st = static_cast<ucs_status_t>(shared_->failure);
-    if (st != UCS_OK)
-        co_return make_error(Errc::io, (refusal(st) ? "connection refused (UCX: " : "connection failed (UCX: ") +
-                                           ucx_status_text(st) + ")");
+    if (st != UCS_OK) co_return set_up_error(st);
     co_return Ok{};
 }
 
@@ -161,9 +162,7 @@ Task<Status> UcxConnection::send_raw(std::span<const std::span<const uint8_t>> p
             // before returning, since UCX reads the caller's buffers until then.
             shared_->failure = shared_->failure ? shared_->failure : int(UCS_ERR_TIMED_OUT);
             close();
-            const auto until = Clock::now() + kLetGo;  // a forced close completes it locally
-            while (ucp_request_check_status(req) == UCS_INPROGRESS && Clock::now() < until)
-                ucp_worker_progress(worker_->handle());
+            worker_->progress_until_done(req, kLetGo);  // a forced close completes it locally
             ucp_request_free(req);
             co_return make_error(Errc::timed_out, "send: no progress within " + std::to_string(timeout.count()) + " ms");
         }
@@ -237,24 +236,14 @@ std::optional<UcxObserved> UcxConnection::ucx() const {
     o.version = UcxContext::version();
     o.local = local_;
     o.remote = remote_;
-    if (!closed_ && (o.local.empty() || o.remote.empty())) {
-        ucp_ep_attr_t attr{};
-        attr.field_mask = UCP_EP_ATTR_FIELD_LOCAL_SOCKADDR | UCP_EP_ATTR_FIELD_REMOTE_SOCKADDR;
-        if (ucp_ep_query(ep_, &attr) == UCS_OK) {
-            if (o.local.empty()) o.local = sockaddr_text(attr.local_sockaddr);
-            if (o.remote.empty()) o.remote = sockaddr_text(attr.remote_sockaddr);
-        }
-    }
     o.settings = worker_->context()->settings();
     if (!closed_) {
-        char* text = nullptr;
-        size_t size = 0;
-        if (FILE* f = open_memstream(&text, &size)) {
-            ucp_ep_print_info(ep_, f);
-            std::fclose(f);
-            parse_endpoint_info(std::string(text, size), o);
-            std::free(text);
+        if (o.local.empty() || o.remote.empty()) {
+            auto [local, remote] = endpoint_addresses(ep_);
+            if (o.local.empty()) o.local = local;
+            if (o.remote.empty()) o.remote = remote;
         }
+        parse_endpoint_info(ucx_printed([this](FILE* f) { ucp_ep_print_info(ep_, f); }), o);
     }
     for (auto& lane : o.lanes)
         if (lane.transport == "tcp") lane.mtu = interface_mtu(lane.device);

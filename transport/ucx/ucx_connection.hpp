@@ -22,6 +22,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transport/frame.hpp"
@@ -71,6 +72,8 @@ private:
 
 // "1.2.3.4:80", "[::1]:80" ("" for another family).
 std::string sockaddr_text(const sockaddr_storage& sa);
+// The endpoint's local and remote socket addresses as sockaddr_text gives them ("" unknown).
+std::pair<std::string, std::string> endpoint_addresses(ucp_ep_h ep);
 
 
 }  // namespace strata::transport

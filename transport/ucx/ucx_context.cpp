@@ -10,16 +10,9 @@
 namespace strata::transport {
 namespace {
 
-// UCP's own view of a setting after configuration, from ucp_config_print's "UCX_NAME=value" lines.
-std::string read_back(const ucp_config_t* config, const std::string& name) {
-    char* text = nullptr;
-    size_t size = 0;
-    FILE* f = open_memstream(&text, &size);
-    if (!f) return {};
-    ucp_config_print(config, f, nullptr, UCS_CONFIG_PRINT_CONFIG);
-    std::fclose(f);
-    std::istringstream lines(std::string(text, size));
-    std::free(text);
+// The value of setting `name` in ucp_config_print's text (its "UCX_NAME=value" lines); "" when absent.
+std::string setting_in(const std::string& printed, const std::string& name) {
+    std::istringstream lines(printed);
     const std::string prefix = "UCX_" + name + "=";
     for (std::string line; std::getline(lines, line);)
         if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
@@ -27,6 +20,18 @@ std::string read_back(const ucp_config_t* config, const std::string& name) {
 }
 
 }  // namespace
+
+std::string ucx_printed(const std::function<void(FILE*)>& print) {
+    char* text = nullptr;
+    size_t size = 0;
+    FILE* f = open_memstream(&text, &size);
+    if (!f) return {};
+    print(f);
+    std::fclose(f);
+    std::string out(text, size);
+    std::free(text);
+    return out;
+}
 
 std::string ucx_status_text(int status) { return ucs_status_string(static_cast<ucs_status_t>(status)); }
 
@@ -58,8 +63,10 @@ Result<std::shared_ptr<UcxContext>> UcxContext::make(const UcxOptions& options) 
     }
     const char* reuse = std::getenv("UCX_TCP_CM_REUSEADDR");
     settings.emplace_back("TCP_CM_REUSEADDR (environment)", reuse ? reuse : "");
-    settings.emplace_back("TLS (as read back)", read_back(config, "TLS"));
-    settings.emplace_back("NET_DEVICES (as read back)", read_back(config, "NET_DEVICES"));
+    // UCP's own view of the lists after configuration.
+    const std::string printed = ucx_printed([config](FILE* f) { ucp_config_print(config, f, nullptr, UCS_CONFIG_PRINT_CONFIG); });
+    settings.emplace_back("TLS (as read back)", setting_in(printed, "TLS"));
+    settings.emplace_back("NET_DEVICES (as read back)", setting_in(printed, "NET_DEVICES"));
 
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;

@@ -5,6 +5,8 @@
 
 #include <ucp/api/ucp_def.h>
 
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -40,7 +42,10 @@ private:
     std::vector<std::pair<std::string, std::string>> settings_;
 };
 
-// "UCX: <ucs_status_string>" for a UCX status.
+// ucs_status_string for a UCX status.
 std::string ucx_status_text(int status);
+
+// What `print` writes to a FILE* (UCX prints its descriptions to streams), as a string.
+std::string ucx_printed(const std::function<void(FILE*)>& print);
 
 }  // namespace strata::transport

@@ -43,17 +43,7 @@ UcxWorker::UcxWorker(std::shared_ptr<UcxContext> context, ucp_worker_h worker, i
     : context_(std::move(context)), worker_(worker), ex_(ex), wakeup_(ex, fd) {}
 
 UcxWorker::~UcxWorker() {
-    if (closing_) {  // the pump did not get to it (its io_context went first)
-        post_close(*closing_, true);
-        // A forced close completes locally: wait for it (briefly), so that UCX does not find the
-        // request outstanding when the worker goes (it warns on stdout, which is the host's).
-        const auto until = Clock::now() + std::chrono::milliseconds(200);
-        while (closing_->request && ucp_request_check_status(closing_->request) == UCS_INPROGRESS &&
-               Clock::now() < until)
-            ucp_worker_progress(worker_);
-        if (closing_->request) ucp_request_free(closing_->request);
-        closing_.reset();
-    }
+    abandon_close();  // the pump did not get to it (its io_context went first)
     boost::system::error_code ignored;
     wakeup_.cancel(ignored);
     wakeup_.release();  // the fd is the worker's
@@ -72,19 +62,32 @@ void UcxWorker::wake() {
     for (auto* timer : waiters_) timer->cancel();
 }
 
+void UcxWorker::progress_until_done(void* request, Clock::duration limit) {
+    const auto until = Clock::now() + limit;
+    while (ucp_request_check_status(request) == UCS_INPROGRESS && Clock::now() < until) ucp_worker_progress(worker_);
+}
+
+void UcxWorker::abandon_close() {
+    if (!closing_) return;
+    post_close(*closing_, true);
+    // A forced close completes locally: wait for it (briefly), so that UCX does not find the
+    // request outstanding when the worker goes (it warns on stdout, which is the host's).
+    if (closing_->request) {
+        progress_until_done(closing_->request, std::chrono::milliseconds(200));
+        ucp_request_free(closing_->request);
+    }
+    closing_.reset();
+}
+
 void UcxWorker::close_endpoint(ucp_ep_h ep, std::shared_ptr<UcxEndpointState> state, bool force,
                                bool wait_for_peer) {
-    if (closing_) {  // one endpoint per worker: a second close would be a bug; close the first now
-        post_close(*closing_, true);
-        if (closing_->request) ucp_request_free(closing_->request);
-        closing_.reset();
-    }
+    abandon_close();  // one endpoint per worker: a second close would be a bug; close the first now
     closing_.emplace();
     closing_->ep = ep;
     closing_->state = std::move(state);
     closing_->wait_for_peer = wait_for_peer && !force;
     closing_->peer_grace_until = Clock::now() + kPeerGrace;
-    if (force || !closing_->wait_for_peer) post_close(*closing_, force);
+    if (!closing_->wait_for_peer) post_close(*closing_, force);
     stop();
 }
 

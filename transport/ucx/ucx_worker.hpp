@@ -59,6 +59,9 @@ public:
     Task<bool> wait_until(std::function<bool()> ready, Clock::time_point deadline, bool poll = false);
     // Wakes every waiter to check its condition again (an endpoint failed or was closed).
     void wake();
+    // ucp_worker_progress until `request` is no longer in progress or `limit` has passed
+    // (blocking: for requests that complete locally, such as those of a forced close).
+    void progress_until_done(void* request, Clock::duration limit);
     // The pump ends; waiters wake. The last owner's reference then goes with the pump's.
     void stop();
     // Closes `ep` and then stops. `force`: at once, nothing flushed (the endpoint failed).
@@ -92,6 +95,8 @@ private:
     std::optional<Closing> closing_;
     void post_close(Closing& c, bool force);
     bool closing_done();
+    // Closes the closing endpoint by force now, waits briefly for that, and forgets it.
+    void abandon_close();
 };
 
 }  // namespace strata::transport
