@@ -142,3 +142,16 @@ def test_the_programs_run_a_pipeline_over_rdma_and_report_its_links(models, work
         assert link["kind"] == "rdma", link
         assert "lanes" in link["observed"]["other"] and "lanes" not in link["configured"]["other"]
         assert link["configured"]["other"]["library"] == "ucx"
+
+
+@pytest.mark.parametrize("flags,says", [
+    (["--transport", "pigeon"], 'unknown transport "pigeon"'),
+    (["--transport", "rdma", "--rdma-mtu", "1500"], "mtu 1500"),
+    (["--transport", "rdma", "--rdma-rx-queue", "many"], "--rdma-rx-queue needs an integer"),
+    (["--transport", "rdma", "--tls-cert", "c.pem", "--tls-key", "k.pem"], "does not run inside TLS"),
+])
+def test_strata_worker_refuses_a_transport_it_cannot_serve_naming_why(models, flags, says):
+    r = subprocess.run([str(tool("strata-worker")), "--listen", "127.0.0.1:0", "--model", models["llama-f32"][0],
+                        *flags], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert says in r.stderr, r.stderr

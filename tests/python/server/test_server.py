@@ -444,6 +444,7 @@ def test_a_pipeline_serves_the_same_answer_and_survives_a_dead_stage(server, tmp
     (["--parallel", "0"], 2, "--parallel needs a number"),
     (["--bogus"], 2, "unknown argument '--bogus'"),
     (["--chat-format", "/nonexistent/template.jinja"], 2, "cannot read '/nonexistent/template.jinja'"),
+    (["--worker-transport", "rdma"], 2, "--worker-transport and --layers need at least one --worker"),
 ])
 def test_a_bad_command_line_is_refused_naming_the_option(tmp_path, args, rc, says):
     model = tmp_path / "tiny.gguf"
