@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
     for (float& v : x) v = normal(rng);
     std::vector<quant::block_q8_K> xq(size_t(max_tok * nb));
     quant::quantize_row_q8_k(x.data(), xq.data(), max_tok * cols);
-    std::vector<uint8_t> wp_buf(quant::iq1s_gemm_weight_bytes(cols, 16) + 64),
-        ap_buf(quant::iq1s_gemm_act_bytes(cols, max_tok) + 64);
+    std::vector<uint8_t> wp_buf(quant::iq1s_gemm_detail::weight_bytes_with(avx512, cols, 16) + 64),
+        ap_buf(quant::iq1s_gemm_detail::act_bytes_with(avx512, cols, max_tok) + 64);
     auto align = [](std::vector<uint8_t>& b) { return b.data() + (64 - reinterpret_cast<uintptr_t>(b.data()) % 64) % 64; };
     uint8_t* wp = align(wp_buf);
     uint8_t* ap = align(ap_buf);
@@ -81,12 +81,12 @@ int main(int argc, char** argv) {
         const bench::Stats row = bench::time_it(reps, [&] {
             for (int64_t t = 0; t < n_tok; ++t)
                 for (int64_t r0 = 0; r0 < rows; r0 += 16)
-                    quant::vec_dot_iq1s_q8k_avx2_rows(cols, w.data() + r0 * nb, nb, std::min<int64_t>(16, rows - r0),
-                                                      xq.data() + t * nb, y_row.data() + t * rows + r0);
+                    quant::vec_dot_iq1s_q8k_simd_rows(cols, w.data() + r0 * nb, nb, std::min<int64_t>(16, rows - r0),
+                                                     xq.data() + t * nb, y_row.data() + t * rows + r0);
         });
         // As the CPU backend runs it: activations packed once, each 16-row tile packed and multiplied.
         const bench::Stats gemm = bench::time_it(reps, [&] {
-            quant::iq1s_gemm_pack_act(cols, xq.data(), n_tok, ap);
+            quant::iq1s_gemm_detail::pack_act_with(avx512, cols, xq.data(), n_tok, ap);
             for (int64_t r0 = 0; r0 < rows; r0 += 16) {
                 const int64_t n = std::min<int64_t>(16, rows - r0);
                 quant::iq1s_gemm_detail::pack_weights_with(avx512, cols, w.data() + r0 * nb, nb, n, wp);

@@ -118,8 +118,10 @@ int main(int argc, char** argv) {
 
     std::vector<Row> table;
     std::vector<quant::Iq1sKernel> kernels{quant::Iq1sKernel::scalar};
-    if (quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::avx2)
-        kernels.push_back(quant::Iq1sKernel::avx2);
+    if (quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) == quant::Iq1sKernel::simd) {
+        kernels.push_back(quant::Iq1sKernel::simd);  // what the CPU backend runs
+        kernels.push_back(quant::Iq1sKernel::avx2);  // ggml's AVX2 float order
+    }
 
     for (const char* regime : {"hot", "stream"}) {
         const bool stream = std::strcmp(regime, "stream") == 0;

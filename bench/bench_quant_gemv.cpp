@@ -184,7 +184,8 @@ int main(int argc, char** argv) {
             view.mat_stride = w.size();
             std::vector<float> y(static_cast<size_t>(rows * copies));
             std::vector<quant::Iq1sKernel> kernels{quant::Iq1sKernel::scalar};
-            if (has_avx2 && t->dot_avx2) kernels.push_back(quant::Iq1sKernel::avx2);
+            if (has_avx2 && t->dot_avx2) kernels.push_back(quant::Iq1sKernel::simd);
+            if (has_avx2 && t->id == quant::kTypeIQ1_S) kernels.push_back(quant::Iq1sKernel::avx2);  // ggml's float order
             for (int threads : thread_counts) {
                 for (quant::Iq1sKernel k : kernels) {
                     exec::CpuBackend cpu(threads, k);

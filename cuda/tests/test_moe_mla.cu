@@ -77,6 +77,7 @@ float cpu_dot(quant::Iq1sKernel order, int64_t n, const quant::block_iq1_s* x, c
         if (host_has_avx2_kernel()) return quant::vec_dot_iq1s_q8k_avx2(n, x, y);
 #endif
         return avx2_order_dot(n, x, y);
+    case quant::Iq1sKernel::simd:  // the scalar kernel's bits
     case quant::Iq1sKernel::best: break;
     }
     return quant::vec_dot_iq1s_q8k(n, x, y);

@@ -125,7 +125,8 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
     }
     xq_.resize(xq_bytes);
     // The IQ1_S jobs that run as a GEMM get their activations packed too (after quantizing).
-    const bool gemm = !scalar && quant::iq1s_gemm_available();
+    // (The GEMM gives the simd kernel's bits; an explicit avx2 order runs one-row dots.)
+    const bool gemm = kernel_ == quant::Iq1sKernel::simd && quant::iq1s_gemm_available();
     actp_offset_.assign(jobs.size(), SIZE_MAX);
     size_t actp_bytes = 0;
     for (size_t j = 0; j < jobs.size(); ++j)
@@ -169,7 +170,7 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         quantize_piece(pieces_[0]);
     if (tiles_.empty()) return;
 
-    const bool avx2 = kernel_ == quant::Iq1sKernel::avx2;
+    const bool avx2 = kernel_ != quant::Iq1sKernel::scalar;
     auto dot_f32 = [avx2](const float* a, const float* b, int64_t n) {
         return avx2 ? quant::dot_f32_avx2(a, b, n) : quant::dot_f32_scalar(a, b, n);
     };
@@ -195,9 +196,10 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
             const int64_t nb = cols / quant::kQK_K;
             const auto* wb = reinterpret_cast<const quant::block_iq1_s*>(w.data);
             const auto* xb = reinterpret_cast<const quant::block_q8_K*>(xq);
+            const auto rows_kernel = kernel_ == quant::Iq1sKernel::simd ? quant::vec_dot_iq1s_q8k_simd_rows
+                                                                         : quant::vec_dot_iq1s_q8k_avx2_rows;
             for (int64_t t = 0; t < n_tokens; ++t)
-                quant::vec_dot_iq1s_q8k_avx2_rows(cols, wb + tile.r0 * nb, nb, tile.r1 - tile.r0, xb + t * nb,
-                                                  y + t * rows + tile.r0);
+                rows_kernel(cols, wb + tile.r0 * nb, nb, tile.r1 - tile.r0, xb + t * nb, y + t * rows + tile.r0);
             return;
         }
 #endif

@@ -45,8 +45,9 @@ float dot_iq1s_scalar(int64_t n, const void* w, const void* x) {
     return vec_dot_iq1s_q8k_scalar(n, static_cast<const block_iq1_s*>(w), static_cast<const block_q8_K*>(x));
 }
 #if defined(__x86_64__)
+// The simd kernel: the scalar kernel's bits, as the CPU backend's IQ1_S GEMV and GEMM give them.
 float dot_iq1s_avx2(int64_t n, const void* w, const void* x) {
-    return vec_dot_iq1s_q8k_avx2(n, static_cast<const block_iq1_s*>(w), static_cast<const block_q8_K*>(x));
+    return vec_dot_iq1s_q8k_simd(n, static_cast<const block_iq1_s*>(w), static_cast<const block_q8_K*>(x));
 }
 #define STRATA_AVX2(fn) fn
 #else

@@ -40,6 +40,10 @@ void gemv_iq1s_q8k(const void* w, int64_t rows, int64_t cols, const block_q8_K* 
             vec_dot_iq1s_q8k_avx2_rows(cols, wb + begin * blocks_per_row, blocks_per_row, end - begin, xq, y + begin);
             return;
         }
+        if (kernel == Iq1sKernel::simd) {
+            vec_dot_iq1s_q8k_simd_rows(cols, wb + begin * blocks_per_row, blocks_per_row, end - begin, xq, y + begin);
+            return;
+        }
 #endif
         for (int64_t r = begin; r < end; ++r) y[r] = vec_dot_iq1s_q8k_scalar(cols, wb + r * blocks_per_row, xq);
     });
@@ -54,7 +58,7 @@ void gemv_iq1s(const void* w, int64_t rows, int64_t cols, const float* x, float*
 
 void gemv_f32(const float* w, int64_t rows, int64_t cols, const float* x, float* y, const GemvOptions& options) {
     check_shape(w, rows, cols, x, y, 1);
-    const bool avx2 = resolve_iq1s_kernel(options.kernel) == Iq1sKernel::avx2;
+    const bool avx2 = resolve_iq1s_kernel(options.kernel) != Iq1sKernel::scalar;
     for_rows(rows, options, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r)
             y[r] = avx2 ? dot_f32_avx2(w + r * cols, x, cols) : dot_f32_scalar(w + r * cols, x, cols);

@@ -13,9 +13,13 @@ Iq1sKernel resolve_iq1s_kernel(Iq1sKernel kernel) {
             if (!util::has_avx2_kernels())
                 fail(Status::unsupported, "IQ1_S kernel avx2 requested but the CPU (or STRATA_CPU) does not allow it");
             return Iq1sKernel::avx2;
+        case Iq1sKernel::simd:
+            if (!util::has_avx2_kernels())
+                fail(Status::unsupported, "IQ1_S kernel simd requested but the CPU (or STRATA_CPU) does not allow AVX2");
+            return Iq1sKernel::simd;
         case Iq1sKernel::best: break;
     }
-    return util::has_avx2_kernels() ? Iq1sKernel::avx2 : Iq1sKernel::scalar;
+    return util::has_avx2_kernels() ? Iq1sKernel::simd : Iq1sKernel::scalar;
 }
 
 const char* iq1s_kernel_name(Iq1sKernel kernel) {
@@ -23,6 +27,7 @@ const char* iq1s_kernel_name(Iq1sKernel kernel) {
         case Iq1sKernel::best: return "best";
         case Iq1sKernel::scalar: return "scalar";
         case Iq1sKernel::avx2: return "avx2";
+        case Iq1sKernel::simd: return "simd";
     }
     return "?";
 }
@@ -33,7 +38,11 @@ float vec_dot_iq1s_q8k(int64_t n, const void* x, const void* y, Iq1sKernel kerne
     const auto* xb = static_cast<const block_iq1_s*>(x);
     const auto* yb = static_cast<const block_q8_K*>(y);
 #if defined(__x86_64__)
-    if (resolve_iq1s_kernel(kernel) == Iq1sKernel::avx2) return vec_dot_iq1s_q8k_avx2(n, xb, yb);
+    switch (resolve_iq1s_kernel(kernel)) {
+        case Iq1sKernel::avx2: return vec_dot_iq1s_q8k_avx2(n, xb, yb);
+        case Iq1sKernel::simd: return vec_dot_iq1s_q8k_simd(n, xb, yb);
+        default: break;
+    }
 #else
     resolve_iq1s_kernel(kernel);
 #endif

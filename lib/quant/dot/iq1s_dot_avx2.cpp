@@ -158,6 +158,42 @@ template <int R>
     }
 }
 
+// Rows' integer sums S = 8 * sumi + sumi1 of superblock b, R of them in the low R lanes: each
+// row's eight lane integers added in integer arithmetic (exact, so the order does not matter).
+template <int R>
+[[gnu::always_inline]] inline __m128i block_totals(const block_iq1_s* const* x, int64_t b, const block_q8_K& y) {
+    __m256i lanes[R];
+    int32_t sumi1[R];
+    block_lanes<R>(x, b, y, lanes, sumi1);
+    alignas(16) int32_t s1[4] = {};
+    for (int r = 0; r < R; ++r) s1[r] = sumi1[r];
+    __m256i l[4];
+    for (int r = 0; r < 4; ++r) l[r] = r < R ? lanes[r] : _mm256_setzero_si256();
+    // hadd twice leaves row r's partial sums in lane r of each 128-bit half; add the halves.
+    const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(l[0], l[1]), _mm256_hadd_epi32(l[2], l[3]));
+    const __m128i sumi = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    return _mm_add_epi32(_mm_slli_epi32(sumi, 3), _mm_load_si128(reinterpret_cast<const __m128i*>(s1)));
+}
+
+// The scalar kernel's float steps, R rows in the lanes of one register: per superblock
+// acc = fma(d_iq1 * d_q8, S / 8, acc), where S / 8 == sumi + sumi1 / 8 exactly (|S| < 2^24).
+template <int R>
+[[gnu::always_inline]] inline void dot_rows_simd(int64_t n, const block_iq1_s* const* x, const block_q8_K* y, float* out) {
+    __m128 acc = _mm_setzero_ps();
+    const __m128 eighth = _mm_set1_ps(kIq1sDelta);
+    for (int64_t b = 0; b < n / kQK_K; ++b) {
+        alignas(16) uint16_t dh[8] = {};
+        for (int r = 0; r < R; ++r) dh[r] = x[r][b].d;
+        const __m128 dw = _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
+        const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(y[b].d));
+        const __m128 s = _mm_mul_ps(_mm_cvtepi32_ps(block_totals<R>(x, b, y[b])), eighth);
+        acc = _mm_fmadd_ps(d, s, acc);
+    }
+    alignas(16) float o[4];
+    _mm_store_ps(o, acc);
+    for (int r = 0; r < R; ++r) out[r] = o[r];
+}
+
 }  // namespace
 
 Iq1sLaneSums iq1s_lane_sums_avx2(const block_iq1_s& x, const block_q8_K& y) {
@@ -191,6 +227,31 @@ void vec_dot_iq1s_q8k_avx2_rows(int64_t n, const block_iq1_s* x, int64_t row_str
     if (r < rows) {
         const block_iq1_s* group[1] = {x + r * row_stride_blocks};
         dot_rows<1>(n, group, y, out + r);
+    }
+}
+
+float vec_dot_iq1s_q8k_simd(int64_t n, const block_iq1_s* x, const block_q8_K* y) {
+    const block_iq1_s* rows[1] = {x};
+    float out;
+    dot_rows_simd<1>(n, rows, y, &out);
+    return out;
+}
+
+void vec_dot_iq1s_q8k_simd_rows(int64_t n, const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows,
+                                const block_q8_K* y, float* out) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const block_iq1_s* group[4] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks,
+                                       x + (r + 2) * row_stride_blocks, x + (r + 3) * row_stride_blocks};
+        dot_rows_simd<4>(n, group, y, out + r);
+    }
+    for (; r + 2 <= rows; r += 2) {
+        const block_iq1_s* group[2] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks};
+        dot_rows_simd<2>(n, group, y, out + r);
+    }
+    if (r < rows) {
+        const block_iq1_s* group[1] = {x + r * row_stride_blocks};
+        dot_rows_simd<1>(n, group, y, out + r);
     }
 }
 

@@ -1,20 +1,27 @@
-// IQ1_S x Q8_K products of many tokens at once (prefill), on AVX-512 VNNI CPUs (and with the
-// same panels and bits on AVX2 ones: VPMADDUBSW + VPMADDWD in place of VPDPBUSD).
+// IQ1_S x Q8_K products of many tokens at once (prefill), on AVX-512 VNNI CPUs and, with other
+// panels and the same bits, on AVX2 ones.
 //
-// The one-row dot (iq1s_dot_avx2.cpp) spends most of its time decoding weights: 32 grid lookups
-// and their shuffles per superblock, for every token again. Here a tile of rows is decoded once
-// into a packed panel of int8 weights w = ls * grid (the sub-block scale 2l+1 folded in, within
-// +-15), and each token's Q8_K block is packed once as unsigned bytes q + 128. One VPDPBUSD then
-// multiplies 64 weights by 64 activations, four per superblock per (row, token):
-//   sum (q + 128) * w = sum q * w + 128 * sum w,
-// and the last term depends on the row only, so it is packed with the weights and subtracted.
+// The one-row dot (quant/dot/iq1s_dot_avx2.cpp) spends most of its time decoding weights: 32 grid
+// lookups and their shuffles per superblock, for every token again. Here a tile of rows is decoded
+// once into a packed panel, and every token of the call reuses it.
 //
-// Bit-exactness: for every (row, token) the eight int32 lane sums per superblock are exactly the
-// one-row AVX2 kernel's (lane k: weights 32s+4k..32s+4k+3 of every sub-block s; a 512-bit register
-// holds two sub-blocks, whose halves are added), and so is sumi1; the float32 operations that follow
-// (d = d_q8 * d_iq1, acc += d * lanes, acc1 += d * sumi1, ggml's horizontal sum, h + acc1/8) are
-// the same operations in the same order. So every output is bit-identical to
-// vec_dot_iq1s_q8k_avx2 of that row and token, whatever the tile, token count or thread split.
+// AVX-512 VNNI (iq1s_gemm_avx512.cpp): sixteen rows in the sixteen int32 lanes of a register. The
+// panel holds, per superblock, 64 registers of four weights of each row as unsigned bytes
+// u = ls * grid + 16 (the sub-block scale 2l+1 folded in, within 1..31); one VPDPBUSD multiplies one
+// register by four of a token's activations broadcast from memory, so eight tokens share each
+// weight load and no lane sums need adding across lanes. Per superblock and (row, token), with
+// bsp_s the sum of sub-block s's activations (from Q8_K's bsums):
+//   S = 8 * sum u q  +  sum_s (ls_s * sign_s - 128) * bsp_s   (four VPDPWSSD)
+//     = 8 * sumi + sumi1                                        (the 16 * sum q terms cancel)
+// an exact integer (|S| < 2^24), so S / 8 == sumi + sumi1 / 8 in float32, and
+//   acc = fma(d_iq1 * d_q8, S / 8, acc)
+// is the scalar kernel's step (quant/dot/iq1s_dot.hpp, ggml's generic kernel) lane for lane.
+// AVX2 (iq1s_gemm_avx2.cpp): 4 rows x 2 tokens, int8 weights ls * grid against q + 128 with a
+// per-row correction (VPMADDUBSW + VPMADDWD), the lane sums added in integers to the same S.
+//
+// Bit-exactness: every output is bit-identical to vec_dot_iq1s_q8k_scalar (and so to
+// vec_dot_iq1s_q8k_simd, the one-token kernel of the CPU backend) of that row and token, whatever
+// the tile, token count or thread split.
 #pragma once
 
 #include <cstddef>
@@ -25,26 +32,25 @@
 
 namespace strata::quant {
 
-inline constexpr int kIq1sGemmRowGroup = 4;    // rows packed (and multiplied) together
-inline constexpr int kIq1sGemmTokenGroup = 2;  // tokens packed (and multiplied) together
+// Tokens packed together by the AVX2 kernel: a token range handed to iq1s_gemm_pack_act starts at a
+// multiple of this (the AVX-512 kernel packs tokens one by one).
+inline constexpr int kIq1sGemmTokenGroup = 2;
 
 // True when this CPU runs the kernels (AVX2+FMA+F16C, and $STRATA_CPU is not "scalar"); they use
 // AVX-512 F/BW/VL/DQ/VNNI where the CPU has it.
 bool iq1s_gemm_available();
 
 // From how many tokens the GEMM beats the one-row kernel run per token on this CPU (measured with
-// bench/bench_iq1s_gemm on a Xeon with AVX-512: 2 tokens for the VNNI kernel, 8 for the AVX2 one,
-// whose scalar grid lookups while packing cost more). Both give the same bits, so this trades
-// speed only.
+// bench/bench_iq1s_gemm). Both give the same bits, so this trades speed only.
 int64_t iq1s_gemm_min_tokens();
 
-// Bytes of the packed activations of n_tok tokens of n columns (n a multiple of 256; tokens padded
-// to whole groups), and of the packed weights of n_rows rows (padded to whole groups).
+// Bytes of the packed activations of n_tok tokens of n columns (n a multiple of 256), linear in
+// n_tok for whole token groups, and of the packed weights of n_rows rows (padded to whole panels).
 size_t iq1s_gemm_act_bytes(int64_t n, int64_t n_tok);
 size_t iq1s_gemm_weight_bytes(int64_t n, int64_t n_rows);
 
 // Packs n_tok tokens of Q8_K activations (token t's blocks at x + t * n/256) into `packed`
-// (iq1s_gemm_act_bytes, 64-byte aligned). Padding tokens are zeroed. iq1s_gemm_available() CPUs only.
+// (iq1s_gemm_act_bytes, 64-byte aligned). iq1s_gemm_available() CPUs only.
 void iq1s_gemm_pack_act(int64_t n, const block_q8_K* x, int64_t n_tok, void* packed);
 
 // Packs n_rows rows (row i at w + i * row_stride_blocks) into `packed` (iq1s_gemm_weight_bytes,

@@ -1,7 +1,7 @@
-// The AVX-512 VNNI IQ1_S prefill kernels (iq1s_gemm.hpp, iq1s_gemm_panel.hpp); this file alone is compiled with
-// AVX-512. Only intrinsics and this file's own static functions are used: an inline function of a
-// shared header emitted here could be picked by the linker for portable callers (so no
-// f16_to_f32 or iq1s_group_index from iq1s_block.hpp; their arithmetic is written out below).
+// The AVX-512 VNNI IQ1_S prefill kernels (iq1s_gemm.hpp, iq1s_gemm_panel.hpp); this file alone is
+// compiled with AVX-512. Only intrinsics and this file's own static functions are used: an inline
+// function of a shared header emitted here could be picked by the linker for portable callers (so
+// no f16_to_f32 or iq1s_group_index from iq1s_block.hpp; their arithmetic is written out below).
 #if defined(__x86_64__)
 
 #include <immintrin.h>
@@ -13,11 +13,11 @@
 
 namespace strata::quant::iq1s_gemm_detail {
 
-// Row r of group g from one IQ1_S superblock: w = ls * grid, the 128 * lane-sum correction, the
-// signed scales of sumi1 and the fp16 scale.
-void pack_row_block_avx512(const block_iq1_s& x, RowGroup& g, int r) {
-    uint16_t qh[8];
-    std::memcpy(qh, x.qh, sizeof qh);
+namespace {
+
+// One IQ1_S superblock as 256 unsigned bytes u = ls * grid + 16, in the weights' order: register m
+// holds sub-blocks 2m and 2m+1 (weights 64m..64m+63).
+[[gnu::always_inline]] inline void decode_row(const block_iq1_s& x, const uint16_t* qh, __m512i out[4]) {
     // Grid index of group i (sub-block i/4): qs[i] | bits 3(i%4)..3(i%4)+2 of qh[i/4] at bits 8..10.
     const __m512i qh32 = _mm512_cvtepu16_epi32(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qh))));
     const __m512i sel = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
@@ -30,79 +30,136 @@ void pack_row_block_avx512(const block_iq1_s& x, RowGroup& g, int r) {
         const __m512i low = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16 * h)));
         idx[h] = _mm512_or_si512(low, high);
     }
-    const __m512i zero = _mm512_setzero_si512();
-    const __m512i ones = _mm512_set1_epi8(1);
-    __m512i lane_sums = zero;
+    const __m512i zero = _mm512_setzero_si512(), base = _mm512_set1_epi8(16);
     const auto* grid = reinterpret_cast<const long long*>(kIq1sGrid);
-    for (int m = 0; m < 4; ++m) {  // sub-blocks 2m and 2m+1: eight grid entries of 8 bytes
+    for (int m = 0; m < 4; ++m) {  // eight grid entries of 8 bytes
         const __m256i i8 = m % 2 == 0 ? _mm512_castsi512_si256(idx[m / 2]) : _mm512_extracti64x4_epi64(idx[m / 2], 1);
         const __m512i e = _mm512_i32gather_epi64(i8, grid, 8);
         const int ls0 = 2 * ((qh[2 * m] >> 12) & 7) + 1, ls1 = 2 * ((qh[2 * m + 1] >> 12) & 7) + 1;
         const __m512i ls = _mm512_mask_blend_epi8(__mmask64(0xffffffff00000000ull), _mm512_set1_epi8(char(ls0)),
                                                   _mm512_set1_epi8(char(ls1)));
-        // grid values are -1, 0, +1: w = +ls, 0, -ls.
+        // grid values are -1, 0, +1: u = 16 + ls, 16, 16 - ls.
         const __mmask64 pos = _mm512_cmpgt_epi8_mask(e, zero), neg = _mm512_cmplt_epi8_mask(e, zero);
-        const __m512i w = _mm512_mask_sub_epi8(_mm512_maskz_mov_epi8(pos, ls), neg, zero, ls);
-        _mm512_storeu_si512(g.w[r] + 64 * m, w);
-        lane_sums = _mm512_dpbusd_epi32(lane_sums, ones, w);
+        out[m] = _mm512_mask_sub_epi8(_mm512_mask_add_epi8(base, pos, base, ls), neg, base, ls);
     }
-    // Lane k of sub-block 2m sits in lane k, of 2m+1 in lane 8+k: add the halves.
-    const __m256i corr = _mm256_slli_epi32(
-        _mm256_add_epi32(_mm512_castsi512_si256(lane_sums), _mm512_extracti64x4_epi64(lane_sums, 1)), 7);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(g.corr[r]), corr);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(g.corr[r] + 8), corr);
-    for (int s = 0; s < 8; ++s) {
-        const int ls = 2 * ((qh[s] >> 12) & 7) + 1;
-        const int16_t lsg = int16_t((qh[s] & 0x8000u) ? -ls : ls);
-        for (int j = 0; j < kIq1sGemmTokenGroup; ++j) g.lsg[s / 2][2 * (2 * r + j) + s % 2] = lsg;
-    }
-    const float d = _cvtsh_ss(x.d);
-    g.d[r] = d;
-    for (int j = 0; j < kIq1sGemmTokenGroup; ++j) g.d8[2 * r + j] = d;
 }
 
-// kIq1sGemmRowGroup rows x kIq1sGemmTokenGroup tokens over nb superblocks: out[r][j].
-void group_product_avx512(int64_t nb, const RowGroup* wg, const ActGroup* ag, GroupOut& out) {
-    static_assert(kIq1sGemmRowGroup == 4 && kIq1sGemmTokenGroup == 2, "the register layout below assumes 4 x 2");
-    // acc[r]: token 0's eight lane accumulators in the low half, token 1's in the high half.
-    // acc1: the sumi1 accumulator of (row r, token j) in lane 2r + j.
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    __m256 acc1 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const ActGroup& a = ag[b];
-        const RowGroup& w = wg[b];
-        __m512i q[8];
-        for (int s = 0; s < 8; ++s) q[s] = _mm512_load_si512(a.q[s]);
-        const __m512 yd = _mm512_load_ps(a.d16);
-        #pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) {
-            __m512i lanes = _mm512_setzero_si512();
-            #pragma GCC unroll 8
-            for (int s = 0; s < 8; ++s)
-                lanes = _mm512_dpbusd_epi32(
-                    lanes, q[s], _mm512_broadcast_i64x4(_mm256_load_si256(reinterpret_cast<const __m256i*>(w.w[r] + 32 * s))));
-            lanes = _mm512_sub_epi32(lanes, _mm512_load_si512(w.corr[r]));
-            const __m512 d = _mm512_mul_ps(_mm512_set1_ps(w.d[r]), yd);  // d_iq1 * d_q8, as the one-row kernel
-            acc[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(lanes), acc[r]);
-        }
-        __m256i sumi1 = _mm256_setzero_si256();
-        #pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k)
-            sumi1 = _mm256_dpwssd_epi32(sumi1, _mm256_load_si256(reinterpret_cast<const __m256i*>(w.lsg[k])),
-                                        _mm256_load_si256(reinterpret_cast<const __m256i*>(a.bsp[k])));
-        const __m256 d1 = _mm256_mul_ps(_mm256_load_ps(w.d8), _mm256_load_ps(a.d8));
-        acc1 = _mm256_fmadd_ps(d1, _mm256_cvtepi32_ps(sumi1), acc1);
+// in[r] = 16 int32 of row r; out[c] = element c of every row (a 16 x 16 transpose).
+[[gnu::always_inline]] inline void transpose16(const __m512i in[16], __m512i out[16]) {
+    __m512i b[16], c[16];
+    for (int i = 0; i < 8; ++i) {
+        b[2 * i] = _mm512_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+        b[2 * i + 1] = _mm512_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
     }
-    alignas(64) float lanes[4][16], sumi1[8];
-    for (int r = 0; r < 4; ++r) _mm512_store_ps(lanes[r], acc[r]);
-    _mm256_store_ps(sumi1, acc1);
-    for (int r = 0; r < 4; ++r)
-        for (int j = 0; j < 2; ++j) {
-            const float* l = lanes[r] + 8 * j;
-            // ggml's hsum_float_8 order, then h + acc1/8, as the one-row kernel ends.
-            const float h = ((l[4] + l[0]) + (l[6] + l[2])) + ((l[5] + l[1]) + (l[7] + l[3]));
-            out.v[r][j] = h + kIq1sDelta * sumi1[2 * r + j];
+    // Within 128-bit lane l, c[4i + j] holds element 4l + j of rows 4i..4i+3.
+    for (int i = 0; i < 4; ++i) {
+        c[4 * i + 0] = _mm512_unpacklo_epi64(b[4 * i], b[4 * i + 2]);
+        c[4 * i + 1] = _mm512_unpackhi_epi64(b[4 * i], b[4 * i + 2]);
+        c[4 * i + 2] = _mm512_unpacklo_epi64(b[4 * i + 1], b[4 * i + 3]);
+        c[4 * i + 3] = _mm512_unpackhi_epi64(b[4 * i + 1], b[4 * i + 3]);
+    }
+    for (int j = 0; j < 4; ++j) {
+        const __m512i d = _mm512_shuffle_i32x4(c[j], c[4 + j], 0x88), e = _mm512_shuffle_i32x4(c[j], c[4 + j], 0xdd);
+        const __m512i f = _mm512_shuffle_i32x4(c[8 + j], c[12 + j], 0x88), g = _mm512_shuffle_i32x4(c[8 + j], c[12 + j], 0xdd);
+        out[j] = _mm512_shuffle_i32x4(d, f, 0x88);
+        out[4 + j] = _mm512_shuffle_i32x4(e, g, 0x88);
+        out[8 + j] = _mm512_shuffle_i32x4(d, f, 0xdd);
+        out[12 + j] = _mm512_shuffle_i32x4(e, g, 0xdd);
+    }
+}
+
+[[gnu::always_inline]] inline int32_t load_i32(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+template <int T>
+void product(int64_t nb, const RowPanel* wp, int n_valid, const ActBlock* act, float* y, int64_t y_stride) {
+    __m512 acc[T];
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    const __m512 eighth = _mm512_set1_ps(0.125f);
+    for (int64_t b = 0; b < nb; ++b) {
+        const RowPanel& p = wp[b];
+        const ActBlock* a[T];
+        __m512i s[T];
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            a[t] = act + t * nb + b;
+            s[t] = _mm512_setzero_si512();
         }
+        #pragma GCC unroll 8
+        for (int k = 0; k < 64; ++k) {
+            const __m512i w = _mm512_load_si512(p.w[k]);
+            #pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) s[t] = _mm512_dpbusd_epi32(s[t], w, _mm512_set1_epi32(load_i32(a[t]->q + 4 * k)));
+        }
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) s[t] = _mm512_slli_epi32(s[t], 3);
+        #pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            const __m512i l = _mm512_load_si512(p.lsg[k]);
+            #pragma GCC unroll 8
+            for (int t = 0; t < T; ++t) s[t] = _mm512_dpwssd_epi32(s[t], l, _mm512_set1_epi32(load_i32(a[t]->bsp + 2 * k)));
+        }
+        const __m512 dw = _mm512_load_ps(p.d);
+        #pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+            // The scalar kernel's step: fma(d_iq1 * d_q8, S / 8, acc), S / 8 exact.
+            const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(a[t]->d));
+            acc[t] = _mm512_fmadd_ps(d, _mm512_mul_ps(_mm512_cvtepi32_ps(s[t]), eighth), acc[t]);
+        }
+    }
+    const __mmask16 rows = __mmask16((1u << n_valid) - 1u);
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * y_stride, rows, acc[t]);
+}
+
+}  // namespace
+
+void pack_panel_avx512(const block_iq1_s* w, int64_t row_stride_blocks, int n_valid, int64_t b, RowPanel& p) {
+    __m512i rows[4][kPanelRows];
+    for (int r = 0; r < kPanelRows; ++r) {
+        if (r >= n_valid) {
+            for (auto& m : rows) m[r] = _mm512_setzero_si512();
+            for (auto& k : p.lsg) k[r][0] = k[r][1] = 0;
+            p.d[r] = 0.0f;
+            continue;
+        }
+        const block_iq1_s& x = w[r * row_stride_blocks + b];
+        uint16_t qh[8];
+        std::memcpy(qh, x.qh, sizeof qh);
+        __m512i u[4];
+        decode_row(x, qh, u);
+        for (int m = 0; m < 4; ++m) rows[m][r] = u[m];
+        for (int s = 0; s < 8; ++s) {
+            const int ls = 2 * ((qh[s] >> 12) & 7) + 1;
+            p.lsg[s / 2][r][s % 2] = int16_t(((qh[s] & 0x8000u) ? -ls : ls) - 128);
+        }
+        p.d[r] = _cvtsh_ss(x.d);
+    }
+    for (int m = 0; m < 4; ++m) {  // quads 16m..16m+15 of every row
+        __m512i cols[16];
+        transpose16(rows[m], cols);
+        for (int c = 0; c < 16; ++c) _mm512_store_si512(p.w[16 * m + c], cols[c]);
+    }
+}
+
+void panel_product_avx512(int64_t nb, const RowPanel* wp, int n_valid, const ActBlock* act, int n_tok, float* y,
+                          int64_t y_stride) {
+    static_assert(kPanelTokens == 8, "the dispatch below covers 1..8 tokens");
+    switch (n_tok) {
+        case 1: product<1>(nb, wp, n_valid, act, y, y_stride); break;
+        case 2: product<2>(nb, wp, n_valid, act, y, y_stride); break;
+        case 3: product<3>(nb, wp, n_valid, act, y, y_stride); break;
+        case 4: product<4>(nb, wp, n_valid, act, y, y_stride); break;
+        case 5: product<5>(nb, wp, n_valid, act, y, y_stride); break;
+        case 6: product<6>(nb, wp, n_valid, act, y, y_stride); break;
+        case 7: product<7>(nb, wp, n_valid, act, y, y_stride); break;
+        case 8: product<8>(nb, wp, n_valid, act, y, y_stride); break;
+        default: break;
+    }
 }
 
 }  // namespace strata::quant::iq1s_gemm_detail

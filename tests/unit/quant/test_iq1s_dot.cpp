@@ -121,7 +121,7 @@ TEST_CASE("per-superblock integers agree with the derivation on random blocks, e
     }
 }
 
-TEST_CASE("the scalar kernel is bit-exact to ggml's generic kernel and the AVX2 kernel to ggml's vec_dot") {
+TEST_CASE("the scalar and simd kernels are bit-exact to ggml's generic kernel and the AVX2 kernel to ggml's vec_dot") {
     for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
         const auto w = test::read_npy(test::iq1s_fixture(name, "iq1s")).data;
@@ -151,8 +151,12 @@ TEST_CASE("the scalar kernel is bit-exact to ggml's generic kernel and the AVX2 
                 CHECK(quant::f32_to_bits(avx2) == quant::f32_to_bits(vec_dot[r]));
                 CHECK(std::fabs(double(avx2) - exact[r]) <= bound);
             }
+            if (test::have_avx2_kernels()) {  // the scalar kernel's bits with AVX2 integer work
+                const float simd = quant::vec_dot_iq1s_q8k(n, row, xq.data(), quant::Iq1sKernel::simd);
+                CHECK(quant::f32_to_bits(simd) == quant::f32_to_bits(generic[r]));
+            }
             const float best = quant::vec_dot_iq1s_q8k(n, row, xq.data());
-            CHECK(quant::f32_to_bits(best) == quant::f32_to_bits(test::have_avx2_kernels() ? vec_dot[r] : generic[r]));
+            CHECK(quant::f32_to_bits(best) == quant::f32_to_bits(generic[r]));
         }
     }
 }
@@ -190,7 +194,7 @@ TEST_CASE("the checked dot entry point rejects bad lengths and null operands") {
     CHECK_THROWS_AS(quant::vec_dot_iq1s_q8k(0, &x, &y), Error);
     CHECK_THROWS_AS(quant::vec_dot_iq1s_q8k(256, nullptr, &y), Error);
     CHECK(quant::resolve_iq1s_kernel(quant::Iq1sKernel::best) ==
-          (test::have_avx2_kernels() ? quant::Iq1sKernel::avx2 : quant::Iq1sKernel::scalar));
+          (test::have_avx2_kernels() ? quant::Iq1sKernel::simd : quant::Iq1sKernel::scalar));
 }
 
 TEST_CASE("the grouped AVX2 row kernel gives each row bit-identically what the one-row kernel gives") {
@@ -224,6 +228,41 @@ TEST_CASE("the grouped AVX2 row kernel gives each row bit-identically what the o
         for (int64_t r = 0; r < rows; ++r) {
             CAPTURE(r);
             const float one = quant::vec_dot_iq1s_q8k_avx2(n, w.data() + r * stride, y.data());
+            CHECK(quant::f32_to_bits(out[size_t(r)]) == quant::f32_to_bits(one));
+        }
+    }
+}
+
+TEST_CASE("the grouped simd row kernel gives every row the scalar kernel's bits") {
+    if (!test::avx2_kernels_or_skip()) return;
+    for (const char* name : test::kIq1sCases) {
+        CAPTURE(name);
+        const auto w = test::blocks_from_bytes<quant::block_iq1_s>(test::read_npy(test::iq1s_fixture(name, "iq1s")).data);
+        const auto y = test::blocks_from_bytes<quant::block_q8_K>(test::read_npy(test::iq1s_fixture(name, "x_q8k")).data);
+        const auto generic = test::read_npy(test::iq1s_fixture(name, "dot_generic")).as<float>();
+        const int64_t nb = int64_t(y.size());
+        std::vector<float> out(generic.size());
+        quant::vec_dot_iq1s_q8k_simd_rows(nb * 256, w.data(), nb, int64_t(out.size()), y.data(), out.data());
+        for (size_t r = 0; r < out.size(); ++r) {
+            CAPTURE(r);
+            CHECK(quant::f32_to_bits(out[r]) == quant::f32_to_bits(generic[r]));
+        }
+    }
+    const uint64_t seed = test::test_seed();
+    CAPTURE(seed);
+    std::mt19937_64 rng(seed);
+    for (int64_t rows = 1; rows <= 11; ++rows) {
+        CAPTURE(rows);
+        const int64_t n = 1280, stride = 7;  // rows need not be adjacent
+        std::vector<quant::block_iq1_s> w(size_t(rows * stride));
+        for (auto& b : w) b = test::random_iq1s_block(rng);
+        std::vector<quant::block_q8_K> y(5);
+        for (auto& b : y) b = test::random_q8k_block(rng);
+        std::vector<float> out(static_cast<size_t>(rows), -1.0f);
+        quant::vec_dot_iq1s_q8k_simd_rows(n, w.data(), stride, rows, y.data(), out.data());
+        for (int64_t r = 0; r < rows; ++r) {
+            CAPTURE(r);
+            const float one = quant::vec_dot_iq1s_q8k_scalar(n, w.data() + r * stride, y.data());
             CHECK(quant::f32_to_bits(out[size_t(r)]) == quant::f32_to_bits(one));
         }
     }

@@ -1,7 +1,8 @@
-// The AVX-512 VNNI IQ1_S prefill products (lib/quant/gemm/iq1s_gemm.hpp): every (row, token) output
-// bit-identical to the one-row AVX2 kernel, on random weights (every index, scale code and sign
-// reachable) and random activations, odd row and token counts, token sub-ranges and every row
-// length the models use in a short form.
+// The IQ1_S prefill products (lib/quant/gemm/iq1s_gemm.hpp), AVX-512 VNNI and AVX2: every (row,
+// token) output bit-identical to the scalar kernel (ggml's generic one) and the simd one-row kernel,
+// on random weights (every index, scale code and sign reachable) and random activations, odd row
+// and token counts (partial panels, every token-count template, more than one token chunk), token
+// sub-ranges and raw Q8_K blocks with -128.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -40,7 +41,7 @@ std::vector<bool> kernels_here() {
 
 }  // namespace
 
-TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the one-row AVX2 dot, for both kernels") {
+TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the scalar dot, for both kernels") {
     if (!quant::iq1s_gemm_available()) {
         MESSAGE("skipped: this CPU (or STRATA_CPU=scalar) has no AVX2");
         return;
@@ -50,8 +51,9 @@ TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the one-row AVX2 dot,
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> scale(0.01f, 30.0f);
     for (int64_t cols : {256, 768, 2048})
-        for (int64_t rows : {1, 3, 4, 7, 13})
-            for (int64_t n_tok : {1, 2, 3, 6, 9}) {
+        for (int64_t rows : {1, 3, 4, 7, 13, 16, 17, 35})
+            for (int64_t n_tok : {1, 2, 3, 6, 9, 16, 23, 70}) {
+                if (cols == 2048 && rows * n_tok > 300) continue;  // the largest shapes once is enough
                 CAPTURE(cols);
                 CAPTURE(rows);
                 CAPTURE(n_tok);
@@ -59,16 +61,20 @@ TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the one-row AVX2 dot,
                 const auto w = test::random_iq1s_matrix(rng, rows, cols);
                 std::vector<quant::block_q8_K> x(size_t(n_tok * nb));
                 for (int64_t t = 0; t < n_tok; ++t) {
+                    if (t % 5 == 4) {  // raw blocks: any int8, -128 included
+                        for (int64_t b = 0; b < nb; ++b) x[size_t(t * nb + b)] = test::random_q8k_block(rng);
+                        continue;
+                    }
                     auto v = test::random_normal(rng, cols);
                     const float s = scale(rng);  // activations of every magnitude
                     for (float& f : v) f *= s;
                     quant::quantize_row_q8_k(v.data(), x.data() + t * nb, cols);
                 }
-                AlignedBytes ap(quant::iq1s_gemm_act_bytes(cols, n_tok));
-                quant::iq1s_gemm_pack_act(cols, x.data(), n_tok, ap.p);
                 for (bool avx512 : kernels_here()) {
                 CAPTURE(avx512);
-                AlignedBytes wp(quant::iq1s_gemm_weight_bytes(cols, rows));
+                AlignedBytes ap(quant::iq1s_gemm_detail::act_bytes_with(avx512, cols, n_tok));
+                quant::iq1s_gemm_detail::pack_act_with(avx512, cols, x.data(), n_tok, ap.p);
+                AlignedBytes wp(quant::iq1s_gemm_detail::weight_bytes_with(avx512, cols, rows));
                 quant::iq1s_gemm_detail::pack_weights_with(avx512, cols, w.data(), nb, rows, wp.p);
                 // All tokens, then a sub-range starting at a token group (y rows padded to catch
                 // writes outside the range).
@@ -83,8 +89,9 @@ TEST_CASE("IQ1_S GEMM: every (row, token) bit-identical to the one-row AVX2 dot,
                             bad += got != -1.0f;
                             continue;
                         }
-                        const float want = quant::vec_dot_iq1s_q8k_avx2(cols, w.data() + r * nb, x.data() + t * nb);
-                        if (!same_bits(got, want)) {
+                        const float want = quant::vec_dot_iq1s_q8k_scalar(cols, w.data() + r * nb, x.data() + t * nb);
+                        const float simd = quant::vec_dot_iq1s_q8k_simd(cols, w.data() + r * nb, x.data() + t * nb);
+                        if (!same_bits(got, want) || !same_bits(simd, want)) {
                             if (bad < 3) MESSAGE("row " << r << " token " << t << ": " << got << " vs " << want);
                             ++bad;
                         }
@@ -114,17 +121,17 @@ TEST_CASE("IQ1_S GEMM: extreme blocks (largest scales, every weight nonzero, ful
         for (int64_t i = 0; i < cols; ++i) v[size_t(i)] = (i + t) % 2 ? -100.0f : 100.0f;  // |q| = 127 everywhere
         quant::quantize_row_q8_k(v.data(), x.data() + t * nb, cols);
     }
-    AlignedBytes ap(quant::iq1s_gemm_act_bytes(cols, n_tok));
-    quant::iq1s_gemm_pack_act(cols, x.data(), n_tok, ap.p);
     for (bool avx512 : kernels_here()) {
         CAPTURE(avx512);
-        AlignedBytes wp(quant::iq1s_gemm_weight_bytes(cols, rows));
+        AlignedBytes ap(quant::iq1s_gemm_detail::act_bytes_with(avx512, cols, n_tok));
+        quant::iq1s_gemm_detail::pack_act_with(avx512, cols, x.data(), n_tok, ap.p);
+        AlignedBytes wp(quant::iq1s_gemm_detail::weight_bytes_with(avx512, cols, rows));
         quant::iq1s_gemm_detail::pack_weights_with(avx512, cols, w.data(), nb, rows, wp.p);
         std::vector<float> y(size_t(n_tok * rows));
         quant::iq1s_gemm_detail::gemm_with(avx512, cols, wp.p, rows, ap.p, 0, n_tok, y.data(), rows);
         for (int64_t t = 0; t < n_tok; ++t)
             for (int64_t r = 0; r < rows; ++r)
                 CHECK(same_bits(y[size_t(t * rows + r)],
-                                quant::vec_dot_iq1s_q8k_avx2(cols, w.data() + r * nb, x.data() + t * nb)));
+                                quant::vec_dot_iq1s_q8k_scalar(cols, w.data() + r * nb, x.data() + t * nb)));
     }
 }
