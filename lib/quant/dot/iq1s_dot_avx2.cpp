@@ -89,23 +89,24 @@ struct BlockPrep {
     _mm_store_si128(reinterpret_cast<__m128i*>(p.ls_pairs + 4), _mm_unpackhi_epi16(ls, ls));
 }
 
-// sumi1 = sum_s ls_s * sign_s * (bsums[2s] + bsums[2s+1]) via one vpmaddwd.
-[[gnu::always_inline]] inline int32_t block_sumi1(const BlockPrep& p, __m256i bsums) {
+// sumi1's eight products ls_s * sign_s * bsums[2s(+1)] as lanes via one vpmaddwd (they add up
+// to sumi1 = sum_s ls_s * sign_s * (bsums[2s] + bsums[2s+1])).
+[[gnu::always_inline]] inline __m256i block_sumi1_lanes(const BlockPrep& p, __m256i bsums) {
     const __m128i ls = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(p.qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
     const __m128i neg = _mm_srai_epi16(p.qh, 15);
     const __m128i lsg = _mm_sub_epi16(_mm_xor_si128(ls, neg), neg);
     const __m256i lsg2 = _mm256_set_m128i(_mm_unpackhi_epi16(lsg, lsg), _mm_unpacklo_epi16(lsg, lsg));
-    return hsum_epi32(_mm256_madd_epi16(bsums, lsg2));
+    return _mm256_madd_epi16(bsums, lsg2);
 }
 
-// The eight lane integers and sumi1 of superblock b of R rows against the same Q8_K block. R > 1
+// The eight lane integers of superblock b of R rows against the same Q8_K block, and the rows'
+// prepared blocks (for sumi1). R > 1
 // shares the activation loads and the 1*q8 pairs between rows (measured per row: R = 2 about 15%,
 // R = 4 about 20% faster than R = 1). Each row's arithmetic is the same for every R, so results do
 // not depend on how rows are grouped.
 template <int R>
 [[gnu::always_inline]] inline void block_lanes(const block_iq1_s* const* x, int64_t b, const block_q8_K& y,
-                                               __m256i* lanes, int32_t* sumi1) {
-    BlockPrep p[R];
+                                               __m256i* lanes, BlockPrep* p) {
     #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
         prep_block(x[r][b], p[r]);
@@ -121,9 +122,16 @@ template <int R>
             lanes[r] = _mm256_add_epi32(lanes[r], _mm256_madd_epi16(pairs, _mm256_set1_epi32(p[r].ls_pairs[s])));
         }
     }
+}
+
+template <int R>
+[[gnu::always_inline]] inline void block_lanes_sumi1(const block_iq1_s* const* x, int64_t b, const block_q8_K& y,
+                                                     __m256i* lanes, int32_t* sumi1) {
+    BlockPrep p[R];
+    block_lanes<R>(x, b, y, lanes, p);
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
     #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) sumi1[r] = block_sumi1(p[r], bsums);
+    for (int r = 0; r < R; ++r) sumi1[r] = hsum_epi32(block_sumi1_lanes(p[r], bsums));
 }
 
 template <int R>
@@ -138,7 +146,7 @@ template <int R>
     for (int64_t b = 0; b < n / kQK_K; ++b) {
         __m256i lanes[R];
         int32_t sumi1[R];
-        block_lanes<R>(x, b, y[b], lanes, sumi1);
+        block_lanes_sumi1<R>(x, b, y[b], lanes, sumi1);
         #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
             // d = d_q8 * d_iq1, then acc += d * lanes and acc1 += d * sumi1, each one FMA, as ggml does.
@@ -159,20 +167,30 @@ template <int R>
 }
 
 // Rows' integer sums S = 8 * sumi + sumi1 of superblock b, R of them in the low R lanes: each
-// row's eight lane integers added in integer arithmetic (exact, so the order does not matter).
+// row's lanes (8 * its sumi lanes + its sumi1 products) added in integer arithmetic (exact, so the
+// order does not matter), all in registers (a stack round trip stalled store forwarding: 10%).
 template <int R>
 [[gnu::always_inline]] inline __m128i block_totals(const block_iq1_s* const* x, int64_t b, const block_q8_K& y) {
-    __m256i lanes[R];
-    int32_t sumi1[R];
-    block_lanes<R>(x, b, y, lanes, sumi1);
-    alignas(16) int32_t s1[4] = {};
-    for (int r = 0; r < R; ++r) s1[r] = sumi1[r];
+    BlockPrep p[R];
     __m256i l[4];
-    for (int r = 0; r < 4; ++r) l[r] = r < R ? lanes[r] : _mm256_setzero_si256();
+    block_lanes<R>(x, b, y, l, p);
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) l[r] = _mm256_add_epi32(_mm256_slli_epi32(l[r], 3), block_sumi1_lanes(p[r], bsums));
+    for (int r = R; r < 4; ++r) l[r] = _mm256_setzero_si256();
     // hadd twice leaves row r's partial sums in lane r of each 128-bit half; add the halves.
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(l[0], l[1]), _mm256_hadd_epi32(l[2], l[3]));
-    const __m128i sumi = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-    return _mm_add_epi32(_mm_slli_epi32(sumi, 3), _mm_load_si128(reinterpret_cast<const __m128i*>(s1)));
+    return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+}
+
+// The rows' fp16 scales as float32 lanes.
+template <int R>
+[[gnu::always_inline]] inline __m128 row_scales(const block_iq1_s* const* x, int64_t b) {
+    __m128i h = _mm_cvtsi32_si128(x[0][b].d);
+    if constexpr (R > 1) h = _mm_insert_epi16(h, x[1][b].d, 1);
+    if constexpr (R > 2) h = _mm_insert_epi16(h, x[2][b].d, 2);
+    if constexpr (R > 3) h = _mm_insert_epi16(h, x[3][b].d, 3);
+    return _mm_cvtph_ps(h);
 }
 
 // The scalar kernel's float steps, R rows in the lanes of one register: per superblock
@@ -182,10 +200,7 @@ template <int R>
     __m128 acc = _mm_setzero_ps();
     const __m128 eighth = _mm_set1_ps(kIq1sDelta);
     for (int64_t b = 0; b < n / kQK_K; ++b) {
-        alignas(16) uint16_t dh[8] = {};
-        for (int r = 0; r < R; ++r) dh[r] = x[r][b].d;
-        const __m128 dw = _mm_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
-        const __m128 d = _mm_mul_ps(dw, _mm_set1_ps(y[b].d));
+        const __m128 d = _mm_mul_ps(row_scales<R>(x, b), _mm_set1_ps(y[b].d));
         const __m128 s = _mm_mul_ps(_mm_cvtepi32_ps(block_totals<R>(x, b, y[b])), eighth);
         acc = _mm_fmadd_ps(d, s, acc);
     }
@@ -200,7 +215,7 @@ Iq1sLaneSums iq1s_lane_sums_avx2(const block_iq1_s& x, const block_q8_K& y) {
     Iq1sLaneSums r{};
     const block_iq1_s* rows[1] = {&x};
     __m256i lanes[1];
-    block_lanes<1>(rows, 0, y, lanes, &r.sumi1);
+    block_lanes_sumi1<1>(rows, 0, y, lanes, &r.sumi1);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(r.lane), lanes[0]);
     return r;
 }
