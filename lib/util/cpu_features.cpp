@@ -50,7 +50,12 @@ const CpuFeatures& cpu_features() {
     static const CpuFeatures features = [] {
         const char* force = std::getenv("STRATA_CPU");
         if (force && std::strcmp(force, "scalar") == 0) return CpuFeatures{};
-        return detect();
+        CpuFeatures f = detect();
+        // "avx2" hides AVX-512, so one machine can run the paths an AVX2-only CPU takes.
+        if (force && std::strcmp(force, "avx2") == 0) {
+            f.avx512f = f.avx512dq = f.avx512bw = f.avx512vl = f.avx512vnni = false;
+        }
+        return f;
     }();
     return features;
 }

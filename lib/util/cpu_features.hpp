@@ -14,7 +14,8 @@ struct CpuFeatures {
     bool avx512vnni = false;  // VPDPBUSD on 512-bit registers (Ice Lake, Sapphire Rapids, Zen 4)
 };
 
-// Detected once; $STRATA_CPU=scalar forces the portable kernels (for tests and comparisons).
+// Detected once; $STRATA_CPU=scalar forces the portable kernels and $STRATA_CPU=avx2 hides
+// AVX-512 (for tests and comparisons: one machine runs the paths other CPUs take).
 const CpuFeatures& cpu_features();
 
 // AVX2, FMA and F16C together on x86-64: what every kernel compiled for AVX2 uses (so it may run).

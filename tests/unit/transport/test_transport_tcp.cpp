@@ -151,7 +151,7 @@ TEST_CASE("transport: an acceptor refuses a dialer for another model or layer ra
     CHECK(out.acceptor->error().code == Errc::identity_mismatch);
 }
 
-TEST_CASE("transport: a silent peer is detected by a 200 ms receive deadline within 200 to 700 ms, and the link stays usable") {
+TEST_CASE("transport: a silent peer is detected by a 200 ms receive deadline, not before it, and the link stays usable") {
     Loopback net;
     std::optional<Result<Frame>> got;
     const auto start = std::chrono::steady_clock::now();
@@ -160,7 +160,9 @@ TEST_CASE("transport: a silent peer is detected by a 200 ms receive deadline wit
     REQUIRE_FALSE(got->ok());
     CHECK(got->error().code == Errc::timed_out);
     CHECK(elapsed >= std::chrono::milliseconds(200));
-    CHECK(elapsed < std::chrono::milliseconds(700));
+    // Far below any default the deadline could be confused with; loose, because a sanitizer
+    // build on a busy CI VM can be paused for hundreds of milliseconds.
+    CHECK(elapsed < std::chrono::milliseconds(3000));
 
     const Frame heartbeat{MessageType::heartbeat, {}};
     std::optional<Status> sent;

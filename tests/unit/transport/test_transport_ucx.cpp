@@ -274,7 +274,7 @@ TEST_CASE("ucx: a silent peer gives timed_out after the receive deadline and the
     REQUIRE_FALSE(got->ok());
     CHECK(got->error().code == Errc::timed_out);
     CHECK(elapsed >= std::chrono::milliseconds(200));
-    CHECK(elapsed < std::chrono::milliseconds(700));
+    CHECK(elapsed < std::chrono::milliseconds(3000));  // loose: see the TCP test of the same deadline
     CHECK(net.server->is_open());
 
     std::optional<Status> sent;
