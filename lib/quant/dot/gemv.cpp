@@ -66,9 +66,17 @@ void gemv_f32(const float* w, int64_t rows, int64_t cols, const float* x, float*
 }
 
 float dot_f32_scalar(const float* a, const float* b, int64_t n) {
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-    return sum;
+    // In double: each product of two floats is exact there and the sums nearly so. One running
+    // float32 sum (or eight) was measured ~25x further from a float64 reference than the AVX2
+    // kernel's fused lanes on a synthetic model's logits, enough to flip f16 roundings of K/V
+    // downstream; the portable path must not be the inaccurate one. Four partial sums let a
+    // compiler vectorize the loop where it can.
+    double part[4] = {};
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; ++k) part[k] += double(a[i + k]) * double(b[i + k]);
+    for (int k = 0; i < n; ++i, ++k) part[k] += double(a[i]) * double(b[i]);
+    return float((part[0] + part[2]) + (part[1] + part[3]));
 }
 
 }  // namespace strata::quant

@@ -106,10 +106,15 @@ void pack_panel_avx512(const block_iq1_s* w, int64_t row_stride_blocks, int n_va
         __m512i u[4];
         iq1s_avx512::decode_u8(x, qh, u);
         for (int m = 0; m < 4; ++m) rows[m][r] = u[m];
-        for (int s = 0; s < 8; ++s) {
-            const int ls = 2 * ((qh[s] >> 12) & 7) + 1;
-            p.lsg[s / 2][r][s % 2] = int16_t(((qh[s] & 0x8000u) ? -ls : ls) - 128);
-        }
+        // lsg' = ls * sign - 128 of the eight sub-blocks at once; pair k (sub-blocks 2k, 2k+1) is
+        // one int32 of the register.
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh));
+        const __m128i ls = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(q, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
+        const __m128i neg = _mm_srai_epi16(q, 15);
+        const __m128i lsg = _mm_sub_epi16(_mm_sub_epi16(_mm_xor_si128(ls, neg), neg), _mm_set1_epi16(128));
+        const int32_t pairs[4] = {_mm_cvtsi128_si32(lsg), _mm_extract_epi32(lsg, 1), _mm_extract_epi32(lsg, 2),
+                                  _mm_extract_epi32(lsg, 3)};
+        for (int k = 0; k < 4; ++k) std::memcpy(p.lsg[k][r], &pairs[k], sizeof pairs[k]);
         p.d[r] = _cvtsh_ss(x.d);
     }
     for (int m = 0; m < 4; ++m) {  // quads 16m..16m+15 of every row

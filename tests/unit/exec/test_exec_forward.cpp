@@ -65,8 +65,9 @@ TEST_CASE("F32 forward pass matches the float64 reference for llama, qwen2, qwen
         MESSAGE(std::string(c.arch) << " " << std::string(c.scaling) << ": rms diff " << d.rms_diff << " max " << d.max_abs << " ref rms " << d.ref_rms);
         // float32 accumulation against float64 (K/V rounded through f16 in both): measured rms
         // ~1e-6 relative (~1e-5 with scaled RoPE: float32 cos/sin), max <= 7e-5; the bounds leave
-        // room for a rare f16 rounding of K/V that falls the other way.
-        CHECK(d.max_abs <= 3e-4 * std::max(1.0, d.ref_rms));
+        // room for a rare f16 rounding of K/V that falls the other way: one such flip measured
+        // rms 5e-5, max 3.7e-4 (STRATA_CPU=scalar, seed 16299792333291325177), as for F16 below.
+        CHECK(d.max_abs <= 5e-4 * std::max(1.0, d.ref_rms));
         CHECK(d.rms_diff <= 1e-4 * d.ref_rms);
         CHECK(d.argmax_agree == d.positions);
     }
