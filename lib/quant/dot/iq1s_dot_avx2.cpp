@@ -104,7 +104,9 @@ struct BlockPrep {
 // shares the activation loads and the 1*q8 pairs between rows (measured per row: R = 2 about 15%,
 // R = 4 about 20% faster than R = 1). Each row's arithmetic is the same for every R, so results do
 // not depend on how rows are grouped.
-template <int R>
+// kPlusOne: the lanes of (g + 1) instead of g (sum ls * (g+1) * q8), one subtraction fewer per
+// sub-block and row, for callers that take ls * sum(q8) off the total from the block sums.
+template <int R, bool kPlusOne = false>
 [[gnu::always_inline]] inline void block_lanes(const block_iq1_s* const* x, int64_t b, const block_q8_K& y,
                                                __m256i* lanes, BlockPrep* p) {
     #pragma GCC unroll 4
@@ -115,10 +117,12 @@ template <int R>
     const __m256i ones = _mm256_set1_epi8(1);
     for (int s = 0; s < 8; ++s) {
         const __m256i q8 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.qs + 32 * s));
-        const __m256i q8_pairs = _mm256_maddubs_epi16(ones, q8);
+        __m256i q8_pairs = _mm256_setzero_si256();
+        if constexpr (!kPlusOne) q8_pairs = _mm256_maddubs_epi16(ones, q8);
         #pragma GCC unroll 4
         for (int r = 0; r < R; ++r) {
-            const __m256i pairs = _mm256_sub_epi16(_mm256_maddubs_epi16(load_groups(p[r].idx + 4 * s), q8), q8_pairs);
+            __m256i pairs = _mm256_maddubs_epi16(load_groups(p[r].idx + 4 * s), q8);
+            if constexpr (!kPlusOne) pairs = _mm256_sub_epi16(pairs, q8_pairs);
             lanes[r] = _mm256_add_epi32(lanes[r], _mm256_madd_epi16(pairs, _mm256_set1_epi32(p[r].ls_pairs[s])));
         }
     }
@@ -166,17 +170,26 @@ template <int R>
     }
 }
 
+// With lanes of (g + 1): S = 8 * L + sum_s (ls_s * sign_s - 8 * ls_s) * B_s, where L is the sum of
+// ls * (g+1) * q8 and B_s = bsums[2s] + bsums[2s+1], so 8 * sumi + sumi1 as one vpmaddwd.
+[[gnu::always_inline]] inline __m256i block_offset_lanes(const BlockPrep& p, __m256i bsums) {
+    const __m128i ls = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(p.qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
+    const __m128i neg = _mm_srai_epi16(p.qh, 15);
+    const __m128i m = _mm_sub_epi16(_mm_sub_epi16(_mm_xor_si128(ls, neg), neg), _mm_slli_epi16(ls, 3));
+    return _mm256_madd_epi16(bsums, _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m)));
+}
+
 // Rows' integer sums S = 8 * sumi + sumi1 of superblock b, R of them in the low R lanes: each
-// row's lanes (8 * its sumi lanes + its sumi1 products) added in integer arithmetic (exact, so the
-// order does not matter), all in registers (a stack round trip stalled store forwarding: 10%).
+// row's lanes (8 * its (g + 1) lanes + its offset products) added in integer arithmetic (exact, so
+// the order does not matter), all in registers (a stack round trip stalled store forwarding: 10%).
 template <int R>
 [[gnu::always_inline]] inline __m128i block_totals(const block_iq1_s* const* x, int64_t b, const block_q8_K& y) {
     BlockPrep p[R];
     __m256i l[4];
-    block_lanes<R>(x, b, y, l, p);
+    block_lanes<R, true>(x, b, y, l, p);
     const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums));
     #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) l[r] = _mm256_add_epi32(_mm256_slli_epi32(l[r], 3), block_sumi1_lanes(p[r], bsums));
+    for (int r = 0; r < R; ++r) l[r] = _mm256_add_epi32(_mm256_slli_epi32(l[r], 3), block_offset_lanes(p[r], bsums));
     for (int r = R; r < 4; ++r) l[r] = _mm256_setzero_si256();
     // hadd twice leaves row r's partial sums in lane r of each 128-bit half; add the halves.
     const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(l[0], l[1]), _mm256_hadd_epi32(l[2], l[3]));
