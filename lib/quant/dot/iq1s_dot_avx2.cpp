@@ -222,6 +222,40 @@ template <int R>
     for (int r = 0; r < R; ++r) out[r] = o[r];
 }
 
+// The two row kernels' groupings, as types so one driver serves both.
+struct RowsAvx2 {
+    template <int R>
+    static void run(int64_t n, const block_iq1_s* const* x, const block_q8_K* y, float* out) {
+        dot_rows<R>(n, x, y, out);
+    }
+};
+struct RowsSimd {
+    template <int R>
+    static void run(int64_t n, const block_iq1_s* const* x, const block_q8_K* y, float* out) {
+        dot_rows_simd<R>(n, x, y, out);
+    }
+};
+
+// Rows in groups of four sharing each activation load, then a pair, then one.
+template <typename Rows>
+void for_row_groups(int64_t n, const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows, const block_q8_K* y,
+                    float* out) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+        const block_iq1_s* group[4] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks,
+                                       x + (r + 2) * row_stride_blocks, x + (r + 3) * row_stride_blocks};
+        Rows::template run<4>(n, group, y, out + r);
+    }
+    for (; r + 2 <= rows; r += 2) {
+        const block_iq1_s* group[2] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks};
+        Rows::template run<2>(n, group, y, out + r);
+    }
+    if (r < rows) {
+        const block_iq1_s* group[1] = {x + r * row_stride_blocks};
+        Rows::template run<1>(n, group, y, out + r);
+    }
+}
+
 }  // namespace
 
 Iq1sLaneSums iq1s_lane_sums_avx2(const block_iq1_s& x, const block_q8_K& y) {
@@ -242,20 +276,7 @@ float vec_dot_iq1s_q8k_avx2(int64_t n, const block_iq1_s* x, const block_q8_K* y
 
 void vec_dot_iq1s_q8k_avx2_rows(int64_t n, const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows,
                                 const block_q8_K* y, float* out) {
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
-        const block_iq1_s* group[4] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks,
-                                       x + (r + 2) * row_stride_blocks, x + (r + 3) * row_stride_blocks};
-        dot_rows<4>(n, group, y, out + r);
-    }
-    for (; r + 2 <= rows; r += 2) {
-        const block_iq1_s* group[2] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks};
-        dot_rows<2>(n, group, y, out + r);
-    }
-    if (r < rows) {
-        const block_iq1_s* group[1] = {x + r * row_stride_blocks};
-        dot_rows<1>(n, group, y, out + r);
-    }
+    for_row_groups<RowsAvx2>(n, x, row_stride_blocks, rows, y, out);
 }
 
 float vec_dot_iq1s_q8k_simd(int64_t n, const block_iq1_s* x, const block_q8_K* y) {
@@ -267,20 +288,7 @@ float vec_dot_iq1s_q8k_simd(int64_t n, const block_iq1_s* x, const block_q8_K* y
 
 void vec_dot_iq1s_q8k_simd_rows(int64_t n, const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows,
                                 const block_q8_K* y, float* out) {
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
-        const block_iq1_s* group[4] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks,
-                                       x + (r + 2) * row_stride_blocks, x + (r + 3) * row_stride_blocks};
-        dot_rows_simd<4>(n, group, y, out + r);
-    }
-    for (; r + 2 <= rows; r += 2) {
-        const block_iq1_s* group[2] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks};
-        dot_rows_simd<2>(n, group, y, out + r);
-    }
-    if (r < rows) {
-        const block_iq1_s* group[1] = {x + r * row_stride_blocks};
-        dot_rows_simd<1>(n, group, y, out + r);
-    }
+    for_row_groups<RowsSimd>(n, x, row_stride_blocks, rows, y, out);
 }
 
 }  // namespace strata::quant

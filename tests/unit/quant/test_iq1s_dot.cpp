@@ -197,20 +197,25 @@ TEST_CASE("the checked dot entry point rejects bad lengths and null operands") {
           (test::have_avx2_kernels() ? quant::Iq1sKernel::simd : quant::Iq1sKernel::scalar));
 }
 
-TEST_CASE("the grouped AVX2 row kernel gives each row bit-identically what the one-row kernel gives") {
-    if (!test::avx2_kernels_or_skip()) return;
-    // Fixtures first: every row must still equal ggml's vec_dot bit for bit.
+namespace {
+
+using RowsKernel = void (*)(int64_t, const quant::block_iq1_s*, int64_t, int64_t, const quant::block_q8_K*, float*);
+using OneRowKernel = float (*)(int64_t, const quant::block_iq1_s*, const quant::block_q8_K*);
+
+// A grouped row kernel against the fixtures' `fixture` dots and, on random rows (1..11, so every
+// grouping of four, two and one; rows not adjacent), against its one-row kernel, bit for bit.
+void check_rows_kernel(RowsKernel rows_kernel, OneRowKernel one_row, const char* fixture, int64_t n, int64_t stride) {
     for (const char* name : test::kIq1sCases) {
         CAPTURE(name);
         const auto w = test::blocks_from_bytes<quant::block_iq1_s>(test::read_npy(test::iq1s_fixture(name, "iq1s")).data);
         const auto y = test::blocks_from_bytes<quant::block_q8_K>(test::read_npy(test::iq1s_fixture(name, "x_q8k")).data);
-        const auto vec_dot = test::read_npy(test::iq1s_fixture(name, "dot_vec_dot")).as<float>();
+        const auto want = test::read_npy(test::iq1s_fixture(name, fixture)).as<float>();
         const int64_t nb = int64_t(y.size());
-        std::vector<float> out(vec_dot.size());
-        quant::vec_dot_iq1s_q8k_avx2_rows(nb * 256, w.data(), nb, int64_t(out.size()), y.data(), out.data());
+        std::vector<float> out(want.size());
+        rows_kernel(nb * 256, w.data(), nb, int64_t(out.size()), y.data(), out.data());
         for (size_t r = 0; r < out.size(); ++r) {
             CAPTURE(r);
-            CHECK(quant::f32_to_bits(out[r]) == quant::f32_to_bits(vec_dot[r]));
+            CHECK(quant::f32_to_bits(out[r]) == quant::f32_to_bits(want[r]));
         }
     }
     const uint64_t seed = test::test_seed();
@@ -218,52 +223,29 @@ TEST_CASE("the grouped AVX2 row kernel gives each row bit-identically what the o
     std::mt19937_64 rng(seed);
     for (int64_t rows = 1; rows <= 11; ++rows) {
         CAPTURE(rows);
-        const int64_t n = 768, stride = 5;  // a stride wider than the row: rows need not be adjacent
         std::vector<quant::block_iq1_s> w(size_t(rows * stride));
         for (auto& b : w) b = test::random_iq1s_block(rng);
-        std::vector<quant::block_q8_K> y(3);
+        std::vector<quant::block_q8_K> y(size_t(n / 256));
         for (auto& b : y) b = test::random_q8k_block(rng);
         std::vector<float> out(static_cast<size_t>(rows), -1.0f);
-        quant::vec_dot_iq1s_q8k_avx2_rows(n, w.data(), stride, rows, y.data(), out.data());
+        rows_kernel(n, w.data(), stride, rows, y.data(), out.data());
         for (int64_t r = 0; r < rows; ++r) {
             CAPTURE(r);
-            const float one = quant::vec_dot_iq1s_q8k_avx2(n, w.data() + r * stride, y.data());
+            const float one = one_row(n, w.data() + r * stride, y.data());
             CHECK(quant::f32_to_bits(out[size_t(r)]) == quant::f32_to_bits(one));
         }
     }
 }
 
+}  // namespace
+
+TEST_CASE("the grouped AVX2 row kernel gives each row bit-identically what the one-row kernel gives") {
+    if (!test::avx2_kernels_or_skip()) return;
+    // Every row must equal ggml's vec_dot bit for bit; a stride wider than the row.
+    check_rows_kernel(quant::vec_dot_iq1s_q8k_avx2_rows, quant::vec_dot_iq1s_q8k_avx2, "dot_vec_dot", 768, 5);
+}
+
 TEST_CASE("the grouped simd row kernel gives every row the scalar kernel's bits") {
     if (!test::avx2_kernels_or_skip()) return;
-    for (const char* name : test::kIq1sCases) {
-        CAPTURE(name);
-        const auto w = test::blocks_from_bytes<quant::block_iq1_s>(test::read_npy(test::iq1s_fixture(name, "iq1s")).data);
-        const auto y = test::blocks_from_bytes<quant::block_q8_K>(test::read_npy(test::iq1s_fixture(name, "x_q8k")).data);
-        const auto generic = test::read_npy(test::iq1s_fixture(name, "dot_generic")).as<float>();
-        const int64_t nb = int64_t(y.size());
-        std::vector<float> out(generic.size());
-        quant::vec_dot_iq1s_q8k_simd_rows(nb * 256, w.data(), nb, int64_t(out.size()), y.data(), out.data());
-        for (size_t r = 0; r < out.size(); ++r) {
-            CAPTURE(r);
-            CHECK(quant::f32_to_bits(out[r]) == quant::f32_to_bits(generic[r]));
-        }
-    }
-    const uint64_t seed = test::test_seed();
-    CAPTURE(seed);
-    std::mt19937_64 rng(seed);
-    for (int64_t rows = 1; rows <= 11; ++rows) {
-        CAPTURE(rows);
-        const int64_t n = 1280, stride = 7;  // rows need not be adjacent
-        std::vector<quant::block_iq1_s> w(size_t(rows * stride));
-        for (auto& b : w) b = test::random_iq1s_block(rng);
-        std::vector<quant::block_q8_K> y(5);
-        for (auto& b : y) b = test::random_q8k_block(rng);
-        std::vector<float> out(static_cast<size_t>(rows), -1.0f);
-        quant::vec_dot_iq1s_q8k_simd_rows(n, w.data(), stride, rows, y.data(), out.data());
-        for (int64_t r = 0; r < rows; ++r) {
-            CAPTURE(r);
-            const float one = quant::vec_dot_iq1s_q8k_scalar(n, w.data() + r * stride, y.data());
-            CHECK(quant::f32_to_bits(out[size_t(r)]) == quant::f32_to_bits(one));
-        }
-    }
+    check_rows_kernel(quant::vec_dot_iq1s_q8k_simd_rows, quant::vec_dot_iq1s_q8k_scalar, "dot_generic", 1280, 7);
 }
