@@ -17,6 +17,7 @@
 #include <immintrin.h>
 
 #include <array>
+#include <type_traits>
 
 #include "iq1s_dot.hpp"
 
@@ -222,37 +223,23 @@ template <int R>
     for (int r = 0; r < R; ++r) out[r] = o[r];
 }
 
-// The two row kernels' groupings, as types so one driver serves both.
-struct RowsAvx2 {
-    template <int R>
-    static void run(int64_t n, const block_iq1_s* const* x, const block_q8_K* y, float* out) {
-        dot_rows<R>(n, x, y, out);
-    }
-};
-struct RowsSimd {
-    template <int R>
-    static void run(int64_t n, const block_iq1_s* const* x, const block_q8_K* y, float* out) {
-        dot_rows_simd<R>(n, x, y, out);
-    }
-};
-
-// Rows in groups of four sharing each activation load, then a pair, then one.
-template <typename Rows>
-void for_row_groups(int64_t n, const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows, const block_q8_K* y,
-                    float* out) {
+// Rows in groups of four sharing each activation load, then a pair, then one; kernel(R, group,
+// out) runs one group, R a std::integral_constant.
+template <typename Kernel>
+void for_row_groups(const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows, float* out, Kernel kernel) {
     int64_t r = 0;
     for (; r + 4 <= rows; r += 4) {
         const block_iq1_s* group[4] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks,
                                        x + (r + 2) * row_stride_blocks, x + (r + 3) * row_stride_blocks};
-        Rows::template run<4>(n, group, y, out + r);
+        kernel(std::integral_constant<int, 4>{}, group, out + r);
     }
     for (; r + 2 <= rows; r += 2) {
         const block_iq1_s* group[2] = {x + r * row_stride_blocks, x + (r + 1) * row_stride_blocks};
-        Rows::template run<2>(n, group, y, out + r);
+        kernel(std::integral_constant<int, 2>{}, group, out + r);
     }
     if (r < rows) {
         const block_iq1_s* group[1] = {x + r * row_stride_blocks};
-        Rows::template run<1>(n, group, y, out + r);
+        kernel(std::integral_constant<int, 1>{}, group, out + r);
     }
 }
 
@@ -267,28 +254,29 @@ Iq1sLaneSums iq1s_lane_sums_avx2(const block_iq1_s& x, const block_q8_K& y) {
     return r;
 }
 
-float vec_dot_iq1s_q8k_avx2(int64_t n, const block_iq1_s* x, const block_q8_K* y) {
-    const block_iq1_s* rows[1] = {x};
-    float out;
-    dot_rows<1>(n, rows, y, &out);
-    return out;
-}
-
 void vec_dot_iq1s_q8k_avx2_rows(int64_t n, const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows,
                                 const block_q8_K* y, float* out) {
-    for_row_groups<RowsAvx2>(n, x, row_stride_blocks, rows, y, out);
-}
-
-float vec_dot_iq1s_q8k_simd(int64_t n, const block_iq1_s* x, const block_q8_K* y) {
-    const block_iq1_s* rows[1] = {x};
-    float out;
-    dot_rows_simd<1>(n, rows, y, &out);
-    return out;
+    for_row_groups(x, row_stride_blocks, rows, out,
+                   [&](auto R, const block_iq1_s* const* group, float* o) { dot_rows<R.value>(n, group, y, o); });
 }
 
 void vec_dot_iq1s_q8k_simd_rows(int64_t n, const block_iq1_s* x, int64_t row_stride_blocks, int64_t rows,
                                 const block_q8_K* y, float* out) {
-    for_row_groups<RowsSimd>(n, x, row_stride_blocks, rows, y, out);
+    for_row_groups(x, row_stride_blocks, rows, out,
+                   [&](auto R, const block_iq1_s* const* group, float* o) { dot_rows_simd<R.value>(n, group, y, o); });
+}
+
+// One row: the grouped kernels with a single group of one.
+float vec_dot_iq1s_q8k_avx2(int64_t n, const block_iq1_s* x, const block_q8_K* y) {
+    float out;
+    vec_dot_iq1s_q8k_avx2_rows(n, x, 0, 1, y, &out);
+    return out;
+}
+
+float vec_dot_iq1s_q8k_simd(int64_t n, const block_iq1_s* x, const block_q8_K* y) {
+    float out;
+    vec_dot_iq1s_q8k_simd_rows(n, x, 0, 1, y, &out);
+    return out;
 }
 
 }  // namespace strata::quant
