@@ -1,7 +1,7 @@
 // IQ1_S products of many tokens: the GEMM (quant/gemm/iq1s_gemm.hpp: weights decoded once per tile,
 // VPDPBUSD) against the one-row AVX2 dot run for every token (what prefill ran before), on one
-// thread, for several token counts. Also checks that both give the same bits. Prints GMAC/s per
-// path and the ratio; --json writes the figures with the machine and build.
+// thread, for several token counts, and the weight packing alone. Also checks that both give the
+// same bits. Prints GMAC/s per path and the ratio; --json writes the figures with the machine and build.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -104,7 +104,18 @@ int main(int argc, char** argv) {
                 ",\"gemm_gmac_s\":" + std::to_string(g_gemm) + ",\"same_bits\":" + (same ? "true" : "false") + "}";
         first = false;
     }
-    json += "]}\n";
+    json += "]";
+    // Packing alone (every 16-row tile of the matrix into the panel, as the backend does per
+    // product): what a GEMM pays once per weight, whatever the token count.
+    const bench::Stats pack = bench::time_it(reps, [&] {
+        for (int64_t r0 = 0; r0 < rows; r0 += 16)
+            quant::iq1s_gemm_detail::pack_weights_with(avx512, cols, w.data() + r0 * nb, nb, std::min<int64_t>(16, rows - r0), wp);
+    });
+    const double superblocks = double(rows) * double(nb);
+    std::printf("weight packing alone: %.2f ns per row-superblock (median; min %.2f)\n", pack.median_ns / superblocks,
+                pack.min_ns / superblocks);
+    json += ",\"pack_median_ns_per_row_superblock\":" + std::to_string(pack.median_ns / superblocks) +
+            ",\"pack_min_ns_per_row_superblock\":" + std::to_string(pack.min_ns / superblocks) + "}\n";
     if (!json_path.empty() && !bench::write_report(json_path, json)) return 1;
     return all_same ? 0 : 1;
 }
