@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -132,6 +133,28 @@ def llama_figures(tests):
     return figs
 
 
+def pooled(figs, statistic):
+    """One figure from the same figure of several rounds: every round's runs pooled, the median
+    (strata) or mean (llama-bench) and the spread recomputed over them, the rounds kept."""
+    figs = [f for f in figs if f]
+    if not figs:
+        return None
+    if len(figs) == 1:
+        return figs[0]
+    runs = [x for f in figs for x in f["runs_tokens_per_s"]]
+    spread = {"n": len(runs), "stddev": statistics.stdev(runs) if len(runs) > 1 else 0.0}
+    if statistic == "median":
+        value = statistics.median(runs)
+        spread.update(median=value, min=min(runs), max=max(runs))
+    else:
+        value = statistics.fmean(runs)
+        spread["mean"] = value
+    out = dict(figs[0], value=value, spread=spread, runs_tokens_per_s=runs,
+               rounds=[{"value": f["value"], "spread": f["spread"]} for f in figs])
+    out["statistic"] = statistic + " of every round's runs (sample stddev)"
+    return out
+
+
 def load_manifest(path):
     runs = {}
     for line in Path(path).read_text().splitlines():
@@ -152,6 +175,15 @@ def spread_cell(f):
     return f"{f['value']:.1f} ± {s['stddev']:.1f} (n={s['n']})"
 
 
+def ratio_cell(x):
+    """The pooled ratio, and with rounds the range of the per-round ratios."""
+    text = fmt(x["ratio_strata_over_llama"], 2)
+    per_round = [r for r in x.get("ratio_per_round", []) if r is not None]
+    if per_round:
+        text += f" (rounds {min(per_round):.2f}–{max(per_round):.2f})"
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--manifest", required=True)
@@ -166,6 +198,7 @@ def main():
     ap.add_argument("--gen", type=int, required=True)
     ap.add_argument("--depths", required=True)
     ap.add_argument("--quick", type=int, default=0)
+    ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("entries", nargs="+", help="FILE|PREFILL, in the order the script ran them")
     a = ap.parse_args()
 
@@ -184,40 +217,53 @@ def main():
             file_rec["made_by"] = "strata-mkmodel " + recipe.read_text().strip()
         per_threads = {}
         for t in threads:
-            tag = f"f{i}-t{t}"
-            srep = json.loads(Path(a.out, "raw", f"{tag}-strata.json").read_text())
-            strata_runtime = srep["runtime"]
-            shard_sha = [s["sha256"] for s in srep["artifact"]["shards"]]
-            if shard_sha and shard_sha[0] != digest:
-                sys.exit(f"peer_compare: strata-bench hashed {path} as {shard_sha[0]}, here {digest}")
-            file_rec.setdefault("architecture", srep["artifact"].get("architecture"))
-            file_rec.setdefault("tensor_types", srep["artifact"].get("tensor_types"))
-            file_rec.setdefault("strata_kv_type", srep.get("deployment", {}).get("kv_type"))
-            ltests = []
-            for part in ("pp", "tg"):
-                ltests += json.loads(Path(manifest[f"{tag}-llama-{part}"]["stdout"]).read_text())
-            for lt in ltests:
-                llama_versions.add((lt.get("build_commit"), lt.get("build_number")))
-                file_rec.setdefault("llama_settings", {k: lt.get(k) for k in (
-                    "type_k", "type_v", "n_batch", "n_ubatch", "flash_attn", "backends", "cpu_info", "model_type",
-                    "model_size", "model_n_params", "use_mmap", "poll", "cpu_strict")})
-            per_threads[t] = (strata_figures(srep, prefill, a.gen), llama_figures(ltests), tag)
+            tags = [f"f{i}-t{t}"] if a.rounds == 1 else [f"f{i}-t{t}-r{k}" for k in range(1, a.rounds + 1)]
+            rounds = []
+            for tag in tags:
+                srep = json.loads(Path(a.out, "raw", f"{tag}-strata.json").read_text())
+                strata_runtime = srep["runtime"]
+                shard_sha = [s["sha256"] for s in srep["artifact"]["shards"]]
+                if shard_sha and shard_sha[0] != digest:
+                    sys.exit(f"peer_compare: strata-bench hashed {path} as {shard_sha[0]}, here {digest}")
+                file_rec.setdefault("architecture", srep["artifact"].get("architecture"))
+                file_rec.setdefault("tensor_types", srep["artifact"].get("tensor_types"))
+                file_rec.setdefault("strata_kv_type", srep.get("deployment", {}).get("kv_type"))
+                ltests = []
+                for part in ("pp", "tg"):
+                    ltests += json.loads(Path(manifest[f"{tag}-llama-{part}"]["stdout"]).read_text())
+                for lt in ltests:
+                    llama_versions.add((lt.get("build_commit"), lt.get("build_number")))
+                    file_rec.setdefault("llama_settings", {k: lt.get(k) for k in (
+                        "type_k", "type_v", "n_batch", "n_ubatch", "flash_attn", "backends", "cpu_info", "model_type",
+                        "model_size", "model_n_params", "use_mmap", "poll", "cpu_strict")})
+                rounds.append((strata_figures(srep, prefill, a.gen), llama_figures(ltests), tag))
+            per_threads[t] = rounds
         tests = [("prefill", 0, f"prefill {prefill} tok/s")] + [
             ("decode", d, "decode, empty context" if d == 0 else f"decode after {d} tokens") for d in depths]
         for test, depth, label in tests:
             row = {"file": os.path.basename(path), "test": label, "key": [test, depth], "threads": {}}
             for t in threads:
-                sf, lf, tag = per_threads[t]
-                s, l = sf.get((test, depth)), lf.get((test, depth))
+                per_round, processes = [], {"strata": [], "llama.cpp": []}
+                for sf, lf, tag in per_threads[t]:
+                    s_k, l_k = sf.get((test, depth)), lf.get((test, depth))
+                    per_round.append((s_k, l_k))
+                    for who, ptag in (("strata", f"{tag}-strata"), ("llama.cpp", f"{tag}-llama-{'pp' if test == 'prefill' else 'tg'}")):
+                        m = manifest.get(ptag, {})
+                        processes[who].append({"wall_s": m.get("wall_s"), "cpu": m.get("cpu"),
+                                               "loadavg_before": m.get("loadavg_before"),
+                                               "loadavg_after": m.get("loadavg_after"), "perf": perf_counts(m.get("perf"))})
+                s = pooled([x for x, _ in per_round], "median")
+                l = pooled([y for _, y in per_round], "mean")
                 ratio = s["value"] / l["value"] if s and l and l["value"] > 0 else None
-                processes = {}
-                for who, ptag in (("strata", f"{tag}-strata"), ("llama.cpp", f"{tag}-llama-{'pp' if test == 'prefill' else 'tg'}")):
-                    m = manifest.get(ptag, {})
-                    processes[who] = {"wall_s": m.get("wall_s"), "cpu": m.get("cpu"),
-                                      "loadavg_before": m.get("loadavg_before"),
-                                      "loadavg_after": m.get("loadavg_after"), "perf": perf_counts(m.get("perf"))}
-                row["threads"][str(t)] = {"strata": s, "llama.cpp": l, "ratio_strata_over_llama": ratio,
-                                          "processes": processes}
+                cell = {"strata": s, "llama.cpp": l, "ratio_strata_over_llama": ratio}
+                if a.rounds == 1:
+                    cell["processes"] = {who: p[0] for who, p in processes.items()}
+                else:
+                    # Each round's ratio: both tools measured back to back, in the same spell of the machine.
+                    cell["ratio_per_round"] = [x["value"] / y["value"] if x and y and y["value"] > 0 else None
+                                               for x, y in per_round]
+                    cell["processes_per_round"] = processes
+                row["threads"][str(t)] = cell
             rows.append(row)
         files.append(file_rec)
 
@@ -237,7 +283,7 @@ def main():
                          "perf stat -e instructions,cycles does not count on this machine: " +
                          " ".join(a.perf_probe.split())[:200]},
     }
-    settings = {"threads": threads, "repetitions": a.repeat, "gen_tokens": a.gen, "llama_depths": depths,
+    settings = {"threads": threads, "repetitions": a.repeat, "rounds": a.rounds, "gen_tokens": a.gen, "llama_depths": depths,
                 "quick": bool(a.quick),
                 "strata": f"strata-bench decode FILE --prompt-tokens P --gen-tokens {a.gen} --decode-depths 1[,512][,4096] "
                           f"--threads T --repeat {a.repeat} --warmup 1 (figures: medians)",
@@ -262,7 +308,12 @@ def markdown(r, threads):
     lines.append(f"llama.cpp: {ll.get('source_release', '?')} ({ll['version'].splitlines()[0] if ll['version'] else '?'}), "
                  f"{ll.get('CMAKE_BUILD_TYPE', '?')}, "
                  + ", ".join(f"{k}={v}" for k, v in ll.items() if k.startswith("GGML_")) + ".")
-    lines.append(f"Repetitions {st['repetitions']} per figure{' (--quick)' if st['quick'] else ''}; "
+    rounds = st.get("rounds", 1)
+    lines.append(f"Repetitions {st['repetitions']} per figure{' (--quick)' if st['quick'] else ''}"
+                 + (f" in each of {rounds} rounds (each round runs both tools back to back per file and thread count; "
+                    f"figures pool every round's runs; beside each ratio, the range of the per-round ratios, which the pooled "
+                    f"ratio of a median to a mean can fall just outside)"
+                    if rounds > 1 else "") + "; "
                  f"strata figures are medians, llama.cpp's means (llama-bench), each ± its stddev over n runs.")
     lines.append(f"perf: {env['perf']['note']}.")
     lines += ["", "Files:", ""]
@@ -279,7 +330,7 @@ def markdown(r, threads):
         cells = [row["file"], row["test"]]
         for t in threads:
             x = row["threads"][str(t)]
-            cells += [spread_cell(x["strata"]), spread_cell(x["llama.cpp"]), fmt(x["ratio_strata_over_llama"], 2)]
+            cells += [spread_cell(x["strata"]), spread_cell(x["llama.cpp"]), ratio_cell(x)]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Scaling 1 → 2 threads (median / mean ratio):", ""]
     if len(threads) >= 2:

@@ -15,8 +15,11 @@
 #   --llama-bench PATH  llama-bench [LLAMA_BENCH, default /work/peers/llama-build/bin/llama-bench]
 #   --build DIR         strata build with strata-bench and strata-mkmodel in DIR/bin [BUILD, default build/]
 #   --out DIR           [OUT, default out/peer-compare]     --cache DIR   models [CACHE, default out/peer-models]
-#   --threads LIST      [THREADS, default 1,2]              --repeat N    measured runs per figure [REPEAT, 3]
+#   --threads LIST      [THREADS, default 1,2]              --repeat N    runs per figure and round [REPEAT, 3]
 #   --prefill P         [PREFILL, 512]                      --gen N       generated tokens per run [GEN, 32]
+#   --rounds K          run the whole set K times, the tools back to back per file and thread count in each
+#                       round [ROUNDS, 1]; figures pool every round's runs, and each ratio comes with its
+#                       per-round range (a noisy, shared machine drifts between processes)
 #   --long              decode after 4096 tokens too (slow: strata prefills 4096 tokens once per thread count)
 #   --smollm            add SmolLM2-135M-Instruct.Q4_1.gguf to the default files
 #   --quick             a smoke run: 2 repetitions, the 1b file only (unless files are given), no 4096
@@ -43,6 +46,7 @@ OUT="${OUT:-$ROOT/out/peer-compare}"
 CACHE="${CACHE:-$ROOT/out/peer-models}"
 THREADS="${THREADS:-1,2}"
 REPEAT="${REPEAT:-3}"
+ROUNDS="${ROUNDS:-1}"
 PREFILL="${PREFILL:-512}"
 GEN="${GEN:-32}"
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
@@ -58,6 +62,7 @@ while [ $# -gt 0 ]; do
     --cache) CACHE="$2"; shift 2 ;;
     --threads) THREADS="$2"; shift 2 ;;
     --repeat) REPEAT="$2"; shift 2 ;;
+    --rounds) ROUNDS="$2"; shift 2 ;;
     --prefill) PREFILL="$2"; shift 2 ;;
     --gen) GEN="$2"; shift 2 ;;
     --long) LONG=1; shift ;;
@@ -71,7 +76,7 @@ done
 STRATA_BENCH="${STRATA_BENCH:-$BUILD/bin/strata-bench}"
 MKMODEL="${MKMODEL:-$BUILD/bin/strata-mkmodel}"
 if [ "$QUICK" = 1 ]; then REPEAT=2; LONG=0; fi
-for v in "$REPEAT" "$PREFILL" "$GEN"; do [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"; done
+for v in "$REPEAT" "$ROUNDS" "$PREFILL" "$GEN"; do [[ "$v" =~ ^[1-9][0-9]*$ ]] || die "not a positive number: $v"; done
 [[ "$THREADS" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || die "--threads takes a list like 1,2, not $THREADS"
 
 # What is missing, named, before anything runs.
@@ -143,30 +148,38 @@ run_tool() {
 IFS=, read -r -a thread_list <<<"$THREADS"
 depths="0,512"; [ "$LONG" = 1 ] && depths="0,512,4096"
 entries=()
-n=0
 for spec in "${files[@]}"; do
   f="${spec%@*}"; p="$PREFILL"
   [ "$f" != "$spec" ] && p="${spec##*@}"
   [ -f "$f" ] || die "no model file $f"
   [[ "$p" =~ ^[1-9][0-9]*$ ]] || die "bad prefill length in $spec"
-  n=$((n + 1))
-  # strata: decode at depth 0 is the BOS alone; after 512 comes from the 512-token prompt when P is 512.
-  sdepths="1"; [ "$p" != 512 ] && sdepths="1,512"; [ "$LONG" = 1 ] && sdepths="$sdepths,4096"
-  for t in "${thread_list[@]}"; do
-    tag="f$n-t$t"
-    say "$(basename "$f"), $t thread(s): strata-bench (prefill $p, decode at depths $sdepths, $REPEAT runs)"
-    run_tool "$tag-strata" "$OUT/raw/$tag-strata.stdout" "$STRATA_BENCH" decode "$f" -o "$OUT/raw/$tag-strata.json" \
-      --prompt-tokens "$p" --gen-tokens "$GEN" --decode-depths "$sdepths" --threads "$t" --repeat "$REPEAT" --warmup 1
-    say "$(basename "$f"), $t thread(s): llama-bench pp$p"
-    run_tool "$tag-llama-pp" "$OUT/raw/$tag-llama-pp.json" "$LLAMA_BENCH" -m "$f" -p "$p" -n 0 -t "$t" -r "$REPEAT" -o json
-    say "$(basename "$f"), $t thread(s): llama-bench tg$GEN at depths $depths"
-    run_tool "$tag-llama-tg" "$OUT/raw/$tag-llama-tg.json" "$LLAMA_BENCH" -m "$f" -p 0 -n "$GEN" -d "$depths" -t "$t" -r "$REPEAT" -o json
-  done
   entries+=("$f|$p")
+done
+# With --rounds K the whole set runs K times, both tools back to back for each file and thread
+# count in every round, so that a slow spell of the machine falls on both tools' figures alike.
+for ((k = 1; k <= ROUNDS; k++)); do
+  n=0
+  for entry in "${entries[@]}"; do
+    f="${entry%|*}"; p="${entry##*|}"
+    n=$((n + 1))
+    # strata: decode at depth 0 is the BOS alone; after 512 comes from the 512-token prompt when P is 512.
+    sdepths="1"; [ "$p" != 512 ] && sdepths="1,512"; [ "$LONG" = 1 ] && sdepths="$sdepths,4096"
+    for t in "${thread_list[@]}"; do
+      tag="f$n-t$t"; round=""
+      if [ "$ROUNDS" -gt 1 ]; then tag="$tag-r$k"; round=" (round $k of $ROUNDS)"; fi
+      say "$(basename "$f"), $t thread(s)$round: strata-bench (prefill $p, decode at depths $sdepths, $REPEAT runs)"
+      run_tool "$tag-strata" "$OUT/raw/$tag-strata.stdout" "$STRATA_BENCH" decode "$f" -o "$OUT/raw/$tag-strata.json" \
+        --prompt-tokens "$p" --gen-tokens "$GEN" --decode-depths "$sdepths" --threads "$t" --repeat "$REPEAT" --warmup 1
+      say "$(basename "$f"), $t thread(s)$round: llama-bench pp$p"
+      run_tool "$tag-llama-pp" "$OUT/raw/$tag-llama-pp.json" "$LLAMA_BENCH" -m "$f" -p "$p" -n 0 -t "$t" -r "$REPEAT" -o json
+      say "$(basename "$f"), $t thread(s)$round: llama-bench tg$GEN at depths $depths"
+      run_tool "$tag-llama-tg" "$OUT/raw/$tag-llama-tg.json" "$LLAMA_BENCH" -m "$f" -p 0 -n "$GEN" -d "$depths" -t "$t" -r "$REPEAT" -o json
+    done
+  done
 done
 
 say "writing $OUT/peer_compare.json and .md"
 "$PY" "$ROOT/bench/peer_compare.py" --manifest "$manifest" --out "$OUT" --perf "$PERF" --perf-probe "$perf_out" \
   --llama-bench "$LLAMA_BENCH" --strata-bench "$STRATA_BENCH" --root "$ROOT" --threads "$THREADS" --repeat "$REPEAT" \
-  --gen "$GEN" --depths "$depths" --quick "$QUICK" "${entries[@]}"
+  --gen "$GEN" --depths "$depths" --quick "$QUICK" --rounds "$ROUNDS" "${entries[@]}"
 cat "$OUT/peer_compare.md"
