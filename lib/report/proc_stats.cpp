@@ -73,6 +73,12 @@ std::optional<ProcessMemory> read_process_memory() {
     return text ? parse_process_status(*text) : std::nullopt;
 }
 
+std::optional<ProcessMemory> read_process_memory(int pid) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/status";
+    auto text = slurp(path.c_str());
+    return text ? parse_process_status(*text) : std::nullopt;
+}
+
 std::optional<HostMemory> read_host_memory() {
     auto text = slurp("/proc/meminfo");
     return text ? parse_meminfo(*text) : std::nullopt;

@@ -32,6 +32,7 @@ std::optional<HostMemory> parse_meminfo(std::string_view meminfo_text);
 std::optional<SwapCounters> parse_vmstat(std::string_view vmstat_text);
 
 std::optional<ProcessMemory> read_process_memory();  // /proc/self/status
+std::optional<ProcessMemory> read_process_memory(int pid);  // /proc/PID/status
 std::optional<HostMemory> read_host_memory();        // /proc/meminfo
 std::optional<SwapCounters> read_swap_counters();    // /proc/vmstat
 

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/proc_stats.hpp"
 #include "report/units.hpp"
 
 namespace strata::report {
@@ -267,6 +268,10 @@ SandboxResult run_sandboxed(const std::vector<std::string>& argv, const SandboxL
     struct rusage usage {};
     while (!reaped || out_open || err_open) {
         if (!reaped) {
+            // Before wait4: a process that has exited is a zombie without memory figures, and
+            // once reaped its pid may name another process.
+            if (const auto m = read_process_memory(int(pid)))
+                r.peak_rss_sampled_bytes = std::max(r.peak_rss_sampled_bytes, m->hwm_bytes);
             const pid_t w = wait4(pid, &status, WNOHANG, &usage);
             if (w == pid) {
                 reaped = true;
@@ -350,6 +355,7 @@ std::string sandbox_result_json(const SandboxResult& r) {
                 {"wall_s", r.wall_s},
                 {"cpu_s", r.cpu_s},
                 {"max_rss_bytes", r.max_rss_bytes},
+                {"peak_rss_sampled_bytes", r.peak_rss_sampled_bytes},
                 {"stdout", r.stdout_text},
                 {"stderr", r.stderr_text},
                 {"stdout_truncated", r.stdout_truncated},

@@ -47,7 +47,13 @@ struct SandboxResult {
     bool file_size_limit_hit = false;  // SIGXFSZ
     double wall_s = 0;
     double cpu_s = 0;              // user + system of the child and its waited-for children
-    uint64_t max_rss_bytes = 0;    // ru_maxrss of the largest waited-for process
+    // ru_maxrss of the largest waited-for process. Linux carries the peak of the image before exec
+    // into it, and that image is a fork of the caller: it is at least the caller's RSS at the time.
+    uint64_t max_rss_bytes = 0;
+    // The program's own resident high-water mark (VmHWM of its process after exec), read each time
+    // the wait loop polls (every 20 ms or sooner) while it runs: growth after the last read is
+    // missed; 0 when no read succeeded (a program that ended at once). Children not included.
+    uint64_t peak_rss_sampled_bytes = 0;
     std::string stdout_text;
     std::string stderr_text;
     bool stdout_truncated = false;
