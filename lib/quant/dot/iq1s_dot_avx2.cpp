@@ -62,6 +62,15 @@ struct BlockPrep {
     __m128i qh;
 };
 
+// The eight sub-blocks' ls = 2l+1 and ls * sign (sign: bit 15 of qh) as int16.
+[[gnu::always_inline]] inline __m128i scales(__m128i qh) {
+    return _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
+}
+[[gnu::always_inline]] inline __m128i signed_scales(__m128i qh, __m128i ls) {
+    const __m128i neg = _mm_srai_epi16(qh, 15);
+    return _mm_sub_epi16(_mm_xor_si128(ls, neg), neg);
+}
+
 [[gnu::always_inline]] inline void prep_block(const block_iq1_s& x, BlockPrep& p) {
     const __m128i qh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qh));
     p.qh = qh;
@@ -85,19 +94,20 @@ struct BlockPrep {
     _mm256_store_si256(reinterpret_cast<__m256i*>(p.idx + 16),
                        _mm256_or_si256(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(qs, 1)), hi_hi));
     // ls = 2l+1 = ((qh >> 11) & 14) | 1.
-    const __m128i ls = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
+    const __m128i ls = scales(qh);
     _mm_store_si128(reinterpret_cast<__m128i*>(p.ls_pairs), _mm_unpacklo_epi16(ls, ls));
     _mm_store_si128(reinterpret_cast<__m128i*>(p.ls_pairs + 4), _mm_unpackhi_epi16(ls, ls));
 }
 
 // sumi1's eight products ls_s * sign_s * bsums[2s(+1)] as lanes via one vpmaddwd (they add up
 // to sumi1 = sum_s ls_s * sign_s * (bsums[2s] + bsums[2s+1])).
+// m_s for bsums[2s] and bsums[2s+1] through one vpmaddwd.
+[[gnu::always_inline]] inline __m256i madd_pairs(__m256i bsums, __m128i m) {
+    return _mm256_madd_epi16(bsums, _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m)));
+}
+
 [[gnu::always_inline]] inline __m256i block_sumi1_lanes(const BlockPrep& p, __m256i bsums) {
-    const __m128i ls = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(p.qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
-    const __m128i neg = _mm_srai_epi16(p.qh, 15);
-    const __m128i lsg = _mm_sub_epi16(_mm_xor_si128(ls, neg), neg);
-    const __m256i lsg2 = _mm256_set_m128i(_mm_unpackhi_epi16(lsg, lsg), _mm_unpacklo_epi16(lsg, lsg));
-    return _mm256_madd_epi16(bsums, lsg2);
+    return madd_pairs(bsums, signed_scales(p.qh, scales(p.qh)));
 }
 
 // The eight lane integers of superblock b of R rows against the same Q8_K block, and the rows'
@@ -174,10 +184,8 @@ template <int R>
 // With lanes of (g + 1): S = 8 * L + sum_s (ls_s * sign_s - 8 * ls_s) * B_s, where L is the sum of
 // ls * (g+1) * q8 and B_s = bsums[2s] + bsums[2s+1], so 8 * sumi + sumi1 as one vpmaddwd.
 [[gnu::always_inline]] inline __m256i block_offset_lanes(const BlockPrep& p, __m256i bsums) {
-    const __m128i ls = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(p.qh, 11), _mm_set1_epi16(14)), _mm_set1_epi16(1));
-    const __m128i neg = _mm_srai_epi16(p.qh, 15);
-    const __m128i m = _mm_sub_epi16(_mm_sub_epi16(_mm_xor_si128(ls, neg), neg), _mm_slli_epi16(ls, 3));
-    return _mm256_madd_epi16(bsums, _mm256_set_m128i(_mm_unpackhi_epi16(m, m), _mm_unpacklo_epi16(m, m)));
+    const __m128i ls = scales(p.qh);
+    return madd_pairs(bsums, _mm_sub_epi16(signed_scales(p.qh, ls), _mm_slli_epi16(ls, 3)));
 }
 
 // Rows' integer sums S = 8 * sumi + sumi1 of superblock b, R of them in the low R lanes: each
