@@ -16,30 +16,18 @@
 
 #include <immintrin.h>
 
-#include <array>
 #include <type_traits>
 
 #include "iq1s_dot.hpp"
+#include "quant/iq/iq1s_grid_plus_one.hpp"
 
 namespace strata::quant {
 
 namespace {
 
-// kIq1sGrid with 1 added to every byte: -1,0,+1 -> 0,1,2.
-constexpr std::array<uint64_t, kIq1sGridSize> make_grid_plus_one() {
-    std::array<uint64_t, kIq1sGridSize> out{};
-    for (int i = 0; i < kIq1sGridSize; ++i) {
-        uint64_t v = 0;
-        for (int j = 0; j < 8; ++j) v |= uint64_t(uint8_t((kIq1sGrid[i] >> (8 * j)) + 1)) << (8 * j);
-        out[size_t(i)] = v;
-    }
-    return out;
-}
-alignas(64) constexpr std::array<uint64_t, kIq1sGridSize> kGridPlusOne = make_grid_plus_one();
-
 // Four grid entries as one 32-byte vector (entry k in bytes 8k..8k+7).
 [[gnu::always_inline]] inline __m256i load_groups(const uint16_t* idx) {
-    const uint64_t* grid = kGridPlusOne.data();
+    const uint64_t* grid = kIq1sGridPlusOne.data();
     const __m256i e0 = _mm256_set1_epi64x(static_cast<long long>(grid[idx[0]]));
     const __m256i e1 = _mm256_set1_epi64x(static_cast<long long>(grid[idx[1]]));
     const __m256i e2 = _mm256_set1_epi64x(static_cast<long long>(grid[idx[2]]));

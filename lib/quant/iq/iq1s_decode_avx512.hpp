@@ -11,20 +11,9 @@
 #include <immintrin.h>
 
 #include "quant/iq/iq1s_block.hpp"
+#include "quant/iq/iq1s_grid_plus_one.hpp"
 
 namespace strata::quant::iq1s_avx512 {
-
-// kIq1sGrid with 1 added to every byte: -1, 0, +1 -> 0, 1, 2, an index into a byte shuffle.
-struct GridPlusOne {
-    uint64_t v[kIq1sGridSize];
-};
-static constexpr GridPlusOne make_grid_plus_one() {
-    GridPlusOne out{};
-    for (int i = 0; i < kIq1sGridSize; ++i)
-        for (int j = 0; j < 8; ++j) out.v[i] |= uint64_t(uint8_t((kIq1sGrid[i] >> (8 * j)) + 1)) << (8 * j);
-    return out;
-}
-alignas(64) static constexpr GridPlusOne kGridPlusOne = make_grid_plus_one();
 
 // Per scale code l (ls = 2l + 1): the bytes 16 - ls, 16, 16 + ls at 0..2, what g + 1 = 0, 1, 2 map to.
 struct ScaleLuts {
@@ -58,7 +47,7 @@ alignas(64) static constexpr ScaleLuts kScaleLuts = make_scale_luts();
         const __m512i low = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16 * h)));
         _mm512_store_si512(idx + 16 * h, _mm512_or_si512(low, high));
     }
-    const uint64_t* grid = kGridPlusOne.v;
+    const uint64_t* grid = kIq1sGridPlusOne.data();
     for (int m = 0; m < 4; ++m) {  // eight grid entries of 8 bytes
         const uint32_t* i = idx + 8 * m;
         const __m128i e0 = _mm_set_epi64x(static_cast<long long>(grid[i[1]]), static_cast<long long>(grid[i[0]]));
