@@ -151,7 +151,8 @@ TEST_CASE("transport: dialing a closed port fails fast with io naming the endpoi
                 ConnResult r = co_await tcp_dial(ex, to, options, Timeout{5000});
                 dialed.emplace(std::move(r));
             }});
-    CHECK(Clock::now() - start < std::chrono::seconds(1));
+    // Refused at once, not after the 5 s timeout; 3 s leaves room for a paused VM.
+    CHECK(Clock::now() - start < std::chrono::seconds(3));
     REQUIRE_FALSE(dialed->ok());
     CHECK(dialed->error().code == Errc::io);
     CHECK(dialed->error().detail.find("connection refused") != std::string::npos);
@@ -207,7 +208,8 @@ TEST_CASE("transport: heartbeat_loop beats every interval and stops on its flag 
                       }});
     CHECK(beats == 5);
     REQUIRE(loop_ended != Clock::time_point{});
-    CHECK(loop_ended - stopped_at < std::chrono::milliseconds(200));
+    // It stops at its next 20 ms beat, not never; 1 s leaves room for a paused VM.
+    CHECK(loop_ended - stopped_at < std::chrono::milliseconds(1000));
 
     // A closed connection ends the loop by itself.
     auto never = std::make_shared<std::atomic<bool>>(false);
