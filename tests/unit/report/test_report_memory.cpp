@@ -44,10 +44,12 @@ TEST_CASE("report memory: a large buffer touched mid-run shows in the samples an
     sampler.start();
     std::this_thread::sleep_for(60ms);
     const uint64_t before = read_process_memory()->rss_bytes;
+    uint64_t during = 0;
     {
         sampler.set_context_tokens(4096);
         auto buffer = std::make_unique<char[]>(kBuffer);
         std::memset(buffer.get(), 0x5a, kBuffer);  // touch every page
+        during = read_process_memory()->rss_bytes;
         std::this_thread::sleep_for(150ms);
         sampler.set_context_tokens(8192);
         std::this_thread::sleep_for(20ms);
@@ -62,7 +64,13 @@ TEST_CASE("report memory: a large buffer touched mid-run shows in the samples an
     CHECK(s.cadence_ms == 10);
     CHECK(s.n_samples == samples.size());
     REQUIRE(s.sampled_peak_rss_bytes);
-    CHECK(*s.sampled_peak_rss_bytes >= before + kBuffer * 9 / 10);
+    INFO("RSS before " << before << ", while the buffer is held " << during << ", sampled peak "
+                       << *s.sampled_peak_rss_bytes);
+    // The rest of the process may give memory back meanwhile (under ASan in one CI run the peak
+    // came out 20 MiB short of `before` plus 90% of the buffer), so the buffer is checked against
+    // a reading taken while it is held, and the sampled peak against that reading.
+    CHECK(during >= before + kBuffer / 2);
+    CHECK(*s.sampled_peak_rss_bytes + (16u << 20) >= during);
     CHECK((s.sampled_peak_context_tokens == 4096 || s.sampled_peak_context_tokens == 8192));
     REQUIRE(s.kernel_hwm_bytes);
     CHECK(*s.kernel_hwm_bytes >= *s.sampled_peak_rss_bytes);
