@@ -135,3 +135,46 @@ TEST_CASE("IQ1_S GEMM: extreme blocks (largest scales, every weight nonzero, ful
                                 quant::vec_dot_iq1s_q8k_scalar(cols, w.data() + r * nb, x.data() + t * nb)));
     }
 }
+
+// The AVX-512 panel byte for byte against the layout written out from the format: quad k of row r
+// is ls * grid + 16 of weights 4k..4k+3, step k's int16 pair ls * sign - 128 of sub-blocks 2k and
+// 2k+1, d as f32; rows past n_valid all zero. Every row count, rows spread over several blocks.
+TEST_CASE("IQ1_S GEMM: the AVX-512 packer writes the panel layout, partial panels zeroed") {
+    if (!quant::iq1s_gemm_available() || !util::has_avx512_vnni_kernels()) {
+        MESSAGE("no AVX-512 VNNI here: the packer is not run");
+        return;
+    }
+    using namespace quant::iq1s_gemm_detail;
+    const uint64_t seed = test::test_seed();
+    std::mt19937_64 rng(seed);
+    constexpr int64_t kBlocksPerRow = 3;
+    for (int n_valid = 1; n_valid <= kPanelRows; ++n_valid) {
+        INFO("seed " << seed << ", rows " << n_valid);
+        const auto w = test::random_iq1s_matrix(rng, kPanelRows, kBlocksPerRow * quant::kQK_K);
+        const int64_t b = int64_t(rng() % kBlocksPerRow);
+        AlignedBytes mem(sizeof(RowPanel));
+        auto* p = reinterpret_cast<RowPanel*>(mem.p);
+        std::memset(p, 0xa5, sizeof *p);  // every byte must be written
+        pack_panel_avx512(w.data(), kBlocksPerRow, n_valid, b, *p);
+        int wrong = 0;
+        for (int r = 0; r < kPanelRows; ++r) {
+            const bool valid = r < n_valid;
+            const quant::block_iq1_s& x = w[size_t(r * kBlocksPerRow + b)];
+            for (int k = 0; k < 64; ++k)
+                for (int j = 0; j < 4; ++j) {
+                    const int i = 4 * k + j, g = i / 8, s = i / 32;
+                    const int v = quant::iq1s_grid_value(quant::kIq1sGrid[quant::iq1s_group_index(x, g)], i % 8);
+                    const int expect = valid ? quant::iq1s_sub_scale(x, s) * v + 16 : 0;
+                    wrong += p->w[k][r][j] != expect;
+                }
+            for (int k = 0; k < 4; ++k)
+                for (int h = 0; h < 2; ++h) {
+                    const int s = 2 * k + h;
+                    const int sign = (x.qh[s] & 0x8000u) ? -1 : 1;
+                    wrong += p->lsg[k][r][h] != (valid ? quant::iq1s_sub_scale(x, s) * sign - 128 : 0);
+                }
+            wrong += !same_bits(p->d[r], valid ? quant::f16_to_f32(x.d) : 0.0f);
+        }
+        CHECK(wrong == 0);
+    }
+}
