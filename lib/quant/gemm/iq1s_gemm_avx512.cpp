@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <array>
 #include <cstring>
 
 #include "iq1s_gemm.hpp"
@@ -121,9 +122,13 @@ void pack_panel_avx512(const block_iq1_s* w, int64_t row_stride_blocks, int n_va
     // lsg' = ls * sign - 128 of both sub-blocks of every pair, and the scale tables of the shuffle.
     __m512i luts[8];
     {
-        // Scale code l's table bytes: 16 - ls, 16, 16 + ls (ls = 2l + 1).
-        const __m512i by_code = _mm512_setr_epi32(0x11100f, 0x13100d, 0x15100b, 0x171009,
-                                                  0x191007, 0x1b1005, 0x1d1003, 0x1f1001, 0, 0, 0, 0, 0, 0, 0, 0);
+        // Scale code l's table bytes: 16 - ls, 16, 16 + ls (ls = 2l + 1); codes are 0..7.
+        alignas(64) static constexpr auto kTableOfCode = [] {
+            std::array<uint32_t, 16> t{};
+            for (uint32_t l = 0; l < 8; ++l) t[l] = (16 - (2 * l + 1)) | 16u << 8 | (16 + (2 * l + 1)) << 16;
+            return t;
+        }();
+        const __m512i by_code = _mm512_load_si512(kTableOfCode.data());
         for (int k = 0; k < 4; ++k) {
             const __m512i v = pairs[k];
             const __m512i ls = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 11), _mm512_set1_epi16(14)),
