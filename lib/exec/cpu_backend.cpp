@@ -98,9 +98,16 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
     // Check every job, and quantize the activations the integer kernels need (the type ggml pairs
     // with the weights: Q8_K, Q8_0 or Q8_1), each job's at its own offset.
     xq_offset_.assign(jobs.size(), 0);
+    shared_act_.assign(jobs.size(), -1);
     job_kernel_.assign(jobs.size(), JobKernel{});
     size_t xq_bytes = 0;
     const bool scalar = kernel_ == quant::Iq1sKernel::scalar;
+    // The IQ1_S jobs that run as a GEMM get their activations packed too (after quantizing).
+    // (The GEMM gives the simd kernel's bits; an explicit avx2 order runs one-row dots.)
+    const bool gemm = kernel_ == quant::Iq1sKernel::simd && quant::iq1s_gemm_available();
+    auto runs_gemm = [gemm](const MatmulJob& job) {
+        return gemm && job.w->type == quant::kTypeIQ1_S && job.n_tokens >= quant::iq1s_gemm_min_tokens();
+    };
     for (size_t j = 0; j < jobs.size(); ++j) {
         const MatmulJob& job = jobs[j];
         if (!job.w || !job.w->present() || !job.x || !job.y || job.n_tokens < 0)
@@ -114,23 +121,34 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         JobKernel& k = job_kernel_[j];
         k.traits = &traits;
         xq_offset_[j] = xq_bytes;
+        shared_act_[j] = -1;
         if (traits.dot_type != quant::kTypeF32) {
             k.act = quant::find_type_traits(traits.dot_type);
             k.dot = quant::best_vec_dot(traits, scalar);
             // The multi-token kernels give best_vec_dot's bits (quant/gemm/gemm_tokens.hpp).
             if (job.n_tokens >= 2) k.multi = quant::find_multi_dot(traits, scalar);
             k.act_row_bytes = quant::row_size(traits.dot_type, w.cols);
-            xq_bytes += size_t(job.n_tokens) * k.act_row_bytes;
+            // An earlier job over the same activations in the same quantized type (an MoE expert's
+            // gate and up, a layer's q/k/v) lends its quantized rows instead of quantizing again.
+            for (size_t i = 0; i < j; ++i)
+                if (jobs[i].x == job.x && jobs[i].n_tokens == job.n_tokens && jobs[i].w->cols == w.cols &&
+                    shared_act_[i] < 0 && job_kernel_[i].act == k.act && runs_gemm(jobs[i]) == runs_gemm(job)) {
+                    shared_act_[j] = int64_t(i);
+                    xq_offset_[j] = xq_offset_[i];
+                    break;
+                }
+            if (shared_act_[j] < 0) xq_bytes += size_t(job.n_tokens) * k.act_row_bytes;
         }
     }
     xq_.resize(xq_bytes);
-    // The IQ1_S jobs that run as a GEMM get their activations packed too (after quantizing).
-    // (The GEMM gives the simd kernel's bits; an explicit avx2 order runs one-row dots.)
-    const bool gemm = kernel_ == quant::Iq1sKernel::simd && quant::iq1s_gemm_available();
     actp_offset_.assign(jobs.size(), SIZE_MAX);
     size_t actp_bytes = 0;
     for (size_t j = 0; j < jobs.size(); ++j)
-        if (gemm && jobs[j].w->type == quant::kTypeIQ1_S && jobs[j].n_tokens >= quant::iq1s_gemm_min_tokens()) {
+        if (runs_gemm(jobs[j])) {
+            if (shared_act_[j] >= 0) {  // the lender runs the GEMM too: its packed rows are these
+                actp_offset_[j] = actp_offset_[size_t(shared_act_[j])];
+                continue;
+            }
             actp_offset_[j] = actp_bytes;
             actp_bytes += quant::iq1s_gemm_act_bytes(jobs[j].w->cols, jobs[j].n_tokens);
         }
@@ -142,7 +160,7 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         const MatmulJob& job = jobs[j];
         const WeightView& w = *job.w;
         const JobKernel& k = job_kernel_[j];
-        if (k.act)
+        if (k.act && shared_act_[j] < 0)
             for (int64_t t0 = 0; t0 < job.n_tokens; t0 += kQuantizeTokens)
                 pieces_.push_back({int32_t(j), t0, std::min(job.n_tokens, t0 + kQuantizeTokens)});
         if (job.n_tokens == 0) continue;

@@ -52,6 +52,7 @@ private:
     quant::Iq1sKernel kernel_;
     std::vector<uint8_t> xq_;  // quantized activations of every job, reused between calls
     std::vector<size_t> xq_offset_;
+    std::vector<int64_t> shared_act_;  // per job: the earlier job whose quantized activations it reads, or -1
     std::vector<uint8_t> actp_;        // IQ1_S GEMM jobs' packed activations (quant/gemm/iq1s_gemm.hpp)
     std::vector<size_t> actp_offset_;  // per job; SIZE_MAX: the job runs row by row
     struct Tile {

@@ -27,6 +27,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -148,6 +149,8 @@ private:
     // The FFN activation in place: SwiGLU, or SiTU where the model gives its betas (K3).
     // rms_norm of n rows of width E (in + t * E to out + t * E), rows split over the backend's
     // threads for a prefill batch; each row is computed the same way either way.
+    // fn(i) for i in [0, n), split over the backend's threads when there are eight or more.
+    void for_rows(int64_t n, const std::function<void(int64_t)>& fn) const;
     void norm_rows(const float* in, const float* w, int64_t n, int64_t E, float* out) const;
     void activate(float* gate, const float* up, int64_t n) const;
     // FFN blocks: s_->xn -> s_->proj.

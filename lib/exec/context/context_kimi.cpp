@@ -34,6 +34,16 @@ void Context::activate(float* gate, const float* up, int64_t n) const {
     });
 }
 
+void Context::for_rows(int64_t n, const std::function<void(int64_t)>& fn) const {
+    if (n < 8 || backend_->n_threads() < 2) {
+        for (int64_t i = 0; i < n; ++i) fn(i);
+        return;
+    }
+    backend_->parallel_for(n, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) fn(i);
+    });
+}
+
 void Context::norm_rows(const float* in, const float* w, int64_t n, int64_t E, float* out) const {
     if (n < 8 || backend_->n_threads() < 2) {
         for (int64_t t = 0; t < n; ++t) rms_norm(in + t * E, w, E, hp_.rms_eps, out + t * E);
