@@ -9,7 +9,11 @@
 #include "report/proc_stats.hpp"
 #include "strata/strata.h"
 
-// Set by lib/CMakeLists.txt for this file only; the fallbacks keep other builds compiling.
+// The commit: generated at every build (cmake/StrataGitCommit.cmake). The rest: set by
+// lib/CMakeLists.txt for this file only. The fallbacks keep other builds compiling.
+#if __has_include("strata_git_commit.h")
+#include "strata_git_commit.h"
+#endif
 #ifndef STRATA_GIT_COMMIT
 #define STRATA_GIT_COMMIT "unknown"
 #endif

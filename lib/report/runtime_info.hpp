@@ -24,7 +24,7 @@ struct CudaRecord {
 
 struct Runtime {
     std::string strata_version;
-    std::string git_commit;        // at CMake configure time; "unknown" without git
+    std::string git_commit;        // HEAD when the library was built (+uncommitted-changes); "unknown" without git
     std::string build_type;
     std::string compiler_id;       // CMake's id: "GNU", "Clang"
     std::string compiler_version;
