@@ -382,7 +382,7 @@ int main(int argc, char** argv) try {
                 mb(bytes.total()).c_str(), mb(bytes.attention).c_str(), mb(bytes.ffn).c_str(), bytes.head_name.c_str(),
                 bytes.head_type.c_str(), mb(bytes.head).c_str(), bytes.embd_row, types_counted.c_str());
     std::printf("  %s\n", counted.c_str());
-    std::printf("cpu: %s (%u hardware threads); %s; build %s, flags '%s'; commit %s (at configure)\n", cpu.c_str(), hw,
+    std::printf("cpu: %s (%u hardware threads); %s; build %s, flags '%s'; commit %s\n", cpu.c_str(), hw,
                 compiler.c_str(), STRATA_BENCH_BUILD_TYPE, flags.c_str(), commit.c_str());
     std::printf("load average (1 min) before %s, after %s\n", load_before.c_str(), load_after.c_str());
     std::printf("command: %s\n", command_line.c_str());
@@ -432,7 +432,7 @@ int main(int argc, char** argv) try {
         j << "},\n    \"not_counted\": {\"norm_bias_f32_bytes\": " << bytes.norm_bias_f32
           << ", \"kv_bytes_per_past_position\": " << bytes.kv_per_position << ", \"token_embd_unread_rows_bytes\": "
           << bytes.embd_rest << "}\n  },\n";
-        j << "  \"runtime\": {\"commit_at_configure\": \"" << bench::json_escape(commit) << "\", \"compiler\": \""
+        j << "  \"runtime\": {\"commit\": \"" << bench::json_escape(commit) << "\", \"compiler\": \""
           << bench::json_escape(compiler) << "\", \"build_type\": \"" << STRATA_BENCH_BUILD_TYPE << "\", \"flags\": \""
           << bench::json_escape(flags) << "\",\n    \"cpu\": \"" << bench::json_escape(cpu)
           << "\", \"hardware_threads\": " << hw << ", \"avx2\": " << (util::cpu_features().avx2 ? "true" : "false")
@@ -505,7 +505,7 @@ int main(int argc, char** argv) try {
           << hp.n_embd << ", n_ff " << hp.n_ff << ", n_head " << hp.n_head << ", n_head_kv " << hp.n_head_kv
           << ", n_vocab " << hp.n_vocab << "\n\n";
         m << "## Runtime\n\n- cpu: " << cpu << " (" << hw << " hardware threads)\n- compiler: " << compiler
-          << "\n- build: " << STRATA_BENCH_BUILD_TYPE << ", flags `" << flags << "`\n- commit (at configure): `"
+          << "\n- build: " << STRATA_BENCH_BUILD_TYPE << ", flags `" << flags << "`\n- commit: `"
           << commit << "`\n- load average (1 min): before " << load_before << ", after " << load_after << "\n\n";
         m << "## Configuration\n\n- threads " << json_array(o.threads) << ", n_ctx " << n_ctx << ", n_batch "
           << n_batch << ", KV " << kv_name << "\n- decode: reset, " << o.decode_prompt

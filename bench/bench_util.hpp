@@ -3,6 +3,10 @@
 // compared against, measured in the same run).
 #pragma once
 
+// The commit these benchmarks were built from (generated at every build; lib/CMakeLists.txt).
+#include "strata_git_commit.h"
+#define STRATA_BENCH_COMMIT STRATA_GIT_COMMIT
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
