@@ -121,7 +121,6 @@ void CpuBackend::matmul_many(std::span<const MatmulJob> jobs) {
         JobKernel& k = job_kernel_[j];
         k.traits = &traits;
         xq_offset_[j] = xq_bytes;
-        shared_act_[j] = -1;
         if (traits.dot_type != quant::kTypeF32) {
             k.act = quant::find_type_traits(traits.dot_type);
             k.dot = quant::best_vec_dot(traits, scalar);

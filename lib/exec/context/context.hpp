@@ -146,12 +146,12 @@ private:
     // K3 attention residuals (context_kimi.cpp): x replaced per token by the softmax mix of the
     // banked checkpoints and x itself, scored with w.
     void attn_res_mix(const float* x, const float* w, int64_t n, float* out);
-    // The FFN activation in place: SwiGLU, or SiTU where the model gives its betas (K3).
-    // rms_norm of n rows of width E (in + t * E to out + t * E), rows split over the backend's
-    // threads for a prefill batch; each row is computed the same way either way.
-    // fn(i) for i in [0, n), split over the backend's threads when there are eight or more.
+    // fn(i) for i in [0, n), split over the backend's threads when n >= 8 and there are two or more.
     void for_rows(int64_t n, const std::function<void(int64_t)>& fn) const;
+    // rms_norm of n rows of width E (in + t * E to out + t * E), rows split over the backend's
+    // threads for a prefill batch (for_rows); each row is computed the same way either way.
     void norm_rows(const float* in, const float* w, int64_t n, int64_t E, float* out) const;
+    // The FFN activation in place: SwiGLU, or SiTU where the model gives its betas (K3).
     void activate(float* gate, const float* up, int64_t n) const;
     // FFN blocks: s_->xn -> s_->proj.
     void ffn_dense(const model::WeightView& gate, const model::WeightView& up, const model::WeightView& down, int64_t n,

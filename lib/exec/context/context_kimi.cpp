@@ -45,13 +45,7 @@ void Context::for_rows(int64_t n, const std::function<void(int64_t)>& fn) const 
 }
 
 void Context::norm_rows(const float* in, const float* w, int64_t n, int64_t E, float* out) const {
-    if (n < 8 || backend_->n_threads() < 2) {
-        for (int64_t t = 0; t < n; ++t) rms_norm(in + t * E, w, E, hp_.rms_eps, out + t * E);
-        return;
-    }
-    backend_->parallel_for(n, [&](int64_t t0, int64_t t1) {
-        for (int64_t t = t0; t < t1; ++t) rms_norm(in + t * E, w, E, hp_.rms_eps, out + t * E);
-    });
+    for_rows(n, [&](int64_t t) { rms_norm(in + t * E, w, E, hp_.rms_eps, out + t * E); });
 }
 
 // Per token: scores = rms_norm(entry) . w over the banked checkpoints and x, softmax, mix.
